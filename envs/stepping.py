@@ -1,0 +1,125 @@
+"""The one interface through which training steps environments.
+
+``EnvStepper`` hides where environments run: ``InProcessStepper`` calls one ``BaseEnv`` directly;
+``envs.workers.SubprocessStepper`` runs several in worker processes (a Ray-backed stepper would be
+a third implementation). Whatever the backend, a step returns, per behavior id, the decision and
+terminal steps of *all* environments merged into one batch, with agent ids made unique across
+environments, and an **arena key** per agent.
+
+Arenas: a built-in game runs many independent matches ("arenas") inside one environment. An
+environment that knows them implements ``arena_of(behavior_name, agent_ids) -> np.ndarray``; the
+stepper combines that with the worker index into an arena key (``worker * ARENA_STRIDE + arena``)
+so that agents with the same key play in the same match. Environments without ``arena_of`` are one
+arena each. The self-play layer uses arena keys to give different matches different opponents.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+
+import attrs
+import numpy as np
+from mlagents_envs.base_env import ActionTuple, BaseEnv, BehaviorSpec, DecisionSteps, TerminalSteps
+
+from ghost.behavior_id import BehaviorId
+
+ARENA_STRIDE = 1 << 20
+AGENT_ID_STRIDE = 1 << 32
+
+
+@attrs.frozen
+class BehaviorSteps:
+    """Decision and terminal steps of one behavior id across every environment, with arena keys."""
+
+    behavior_id: BehaviorId
+    decision: DecisionSteps
+    terminal: TerminalSteps
+    decision_arenas: np.ndarray
+    terminal_arenas: np.ndarray
+
+
+StepResult = dict[BehaviorId, BehaviorSteps]
+
+
+class EnvStepper(abc.ABC):
+    """Steps one or more environments in lock-step and reports merged per-behavior results."""
+
+    @property
+    @abc.abstractmethod
+    def behavior_specs(self) -> dict[BehaviorId, BehaviorSpec]:
+        """The behaviors the environments report, by typed behavior id."""
+
+    @abc.abstractmethod
+    def reset(self) -> StepResult:
+        """Reset every environment and return the first steps."""
+
+    @abc.abstractmethod
+    def step(self, actions: Mapping[BehaviorId, ActionTuple]) -> StepResult:
+        """Apply ``actions`` (aligned with the last decision steps of each behavior) and step."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Shut the environments down."""
+
+    @property
+    def num_envs(self) -> int:
+        return 1
+
+
+def arenas_of(env: BaseEnv, behavior_name: str, agent_ids: np.ndarray, worker: int) -> np.ndarray:
+    """Arena keys of ``agent_ids`` in ``env`` running as worker number ``worker``."""
+    arena_of = getattr(env, "arena_of", None)
+    local = (
+        np.asarray(arena_of(behavior_name, agent_ids), dtype=np.int64)
+        if arena_of is not None
+        else np.zeros(len(agent_ids), dtype=np.int64)
+    )
+    return local + worker * ARENA_STRIDE
+
+
+def collect_steps(env: BaseEnv, names: Mapping[BehaviorId, str], worker: int = 0) -> StepResult:
+    """Read every behavior's steps from ``env`` (ids as the environment reports them)."""
+    result: StepResult = {}
+    for behavior_id, raw_name in names.items():
+        decision, terminal = env.get_steps(raw_name)
+        result[behavior_id] = BehaviorSteps(
+            behavior_id=behavior_id,
+            decision=decision,
+            terminal=terminal,
+            decision_arenas=arenas_of(env, raw_name, decision.agent_id, worker),
+            terminal_arenas=arenas_of(env, raw_name, terminal.agent_id, worker),
+        )
+    return result
+
+
+class InProcessStepper(EnvStepper):
+    """Steps a single ``BaseEnv`` in this process: no copies, no pickling."""
+
+    def __init__(self, env: BaseEnv) -> None:
+        self.env = env
+        self._names: dict[BehaviorId, str] = {}
+
+    @property
+    def behavior_specs(self) -> dict[BehaviorId, BehaviorSpec]:
+        self._refresh_names()
+        return {bid: self.env.behavior_specs[raw] for bid, raw in self._names.items()}
+
+    def _refresh_names(self) -> None:
+        if len(self._names) != len(self.env.behavior_specs):
+            self._names = {BehaviorId.parse(raw): raw for raw in self.env.behavior_specs}
+
+    def reset(self) -> StepResult:
+        self.env.reset()
+        self._refresh_names()
+        return collect_steps(self.env, self._names)
+
+    def step(self, actions: Mapping[BehaviorId, ActionTuple]) -> StepResult:
+        for behavior_id, action in actions.items():
+            self.env.set_actions(self._names[behavior_id], action)
+        self.env.step()
+        self._refresh_names()
+        return collect_steps(self.env, self._names)
+
+    def close(self) -> None:
+        self.env.close()

@@ -1,0 +1,42 @@
+"""Package definition for ghost-trainer (tool settings live in pyproject.toml)."""
+from setuptools import find_packages, setup
+
+setup(
+    name="ghost-trainer",
+    version="0.1.0",
+    description="Self-play training (GhostTrainer) for adversarial games on the ML-Agents BaseEnv API",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["ghost", "ghost.*", "trainers", "trainers.*", "envs", "envs.*"]),
+    package_data={"ghost": ["configs/*.yaml"]},
+    install_requires=[
+        "torch>=2.1",
+        # numpy 1.24-1.26 lack np.bool, which mlagents-envs uses
+        "numpy>=2.0; python_version>='3.11'",
+        "numpy>=1.21; python_version<'3.11'",
+        # 0.28.0 is the newest release installable on Python 3.11; 3.10 users may take 1.x
+        "mlagents-envs>=0.28.0,<2",
+        # mlagents-envs' generated protobuf code fails on protobuf >= 3.21
+        "protobuf>=3.6,<3.21",
+        "tensorboard>=2.10",
+        "pyyaml>=5.4",
+        "attrs>=22.2",
+        "cattrs>=23.1",
+        "openskill>=6,<7",
+        "pillow>=9",
+    ],
+    extras_require={
+        "dev": ["pytest>=7", "ruff>=0.4", "mypy>=1.8", "matplotlib>=3.6"],
+        "plots": ["matplotlib>=3.6"],
+    },
+    entry_points={
+        "console_scripts": [
+            "ghost-learn=ghost.cli:main",
+            "ghost-eval=ghost.evaluate_cli:main",
+        ],
+        "ghost.trainer_type": [
+            "builtin=trainers.registry:builtin_trainer_types",
+        ],
+    },
+)

@@ -1,0 +1,226 @@
+"""The trainer plugin interface: what ``ghost/`` wraps and what a third-party trainer implements.
+
+Vocabulary
+----------
+- **behavior id**: ``ghost.behavior_id.BehaviorId`` (``Name?team=N``). A trainer serves one behavior
+  *name*; it may hand out policies for several teams of that name.
+- **step batch**: what one behavior id saw in one environment step, for all its agents at once
+  (``StepBatch``): the environment's ``DecisionSteps``/``TerminalSteps`` plus the actions the acting
+  policy chose. Experience travels in step batches, never agent by agent, so the hot path stays
+  vectorised.
+- **trainer step**: one agent step of experience the trainer has consumed (``Trainer.step``).
+- **policy**: observations in, actions out (``Policy``). A trainer *updates* a policy; a ghost only
+  needs a policy to *act*.
+
+Data flow: the environment produces step batches → an ``ExperienceQueue`` per behavior id → the
+trainer's ``advance()`` consumes them and updates its policy → the trainer publishes the acting
+policy to each ``PolicyQueue`` → the run loop lets that policy act in the environment.
+
+Writing a trainer plugin
+------------------------
+Subclass ``Trainer`` (and ``Policy`` if ``trainers.policy.TorchPolicy`` does not fit), subclass
+``ghost.settings.HyperparamSettings`` for the ``hyperparameters`` section, and expose a function
+returning ``({"my_type": MyTrainer}, {"my_type": MyHyperparams})`` in the ``ghost.trainer_type``
+entry-point group of your package's ``setup.py``::
+
+    entry_points={"ghost.trainer_type": ["my_type=my_pkg.plugin:get_types"]}
+
+A behavior with ``trainer_type: my_type`` is then trained by ``MyTrainer``; with ``self_play`` the
+ghost trainer wraps it without any change to it.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+import torch
+from mlagents_envs.base_env import ActionTuple, BehaviorSpec
+
+from envs.stepping import BehaviorSteps
+from ghost.behavior_id import BehaviorId
+from ghost.settings import TrainerSettings
+
+Weights = dict[str, torch.Tensor]
+
+
+@attrs.frozen
+class ActionOutput:
+    """A policy's answer for a batch of agents: the actions and their joint log-probabilities."""
+
+    actions: ActionTuple
+    log_probs: np.ndarray
+
+
+@attrs.frozen
+class StepBatch:
+    """One environment step of one behavior id: what the agents saw and what they were told to do.
+
+    ``actions``/``log_probs`` are aligned with ``steps.decision`` (one row per deciding agent).
+    """
+
+    steps: BehaviorSteps
+    actions: ActionTuple
+    log_probs: np.ndarray
+
+    @property
+    def behavior_id(self) -> BehaviorId:
+        return self.steps.behavior_id
+
+    @property
+    def agent_steps(self) -> int:
+        """How many agent steps this batch holds (decisions and terminations)."""
+        return len(self.steps.decision) + len(self.steps.terminal)
+
+
+class Policy(abc.ABC):
+    """Observations in, actions out, for a batch of agents of one behavior spec."""
+
+    behavior_spec: BehaviorSpec
+
+    @abc.abstractmethod
+    def sample(
+        self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None = None
+    ) -> ActionOutput:
+        """Draw actions for a batch of agents during training (with their log-probabilities)."""
+
+    @abc.abstractmethod
+    def act(
+        self,
+        obs: list[np.ndarray],
+        action_mask: list[np.ndarray] | None = None,
+        deterministic: bool = False,
+    ) -> ActionTuple:
+        """Actions for a batch of agents (``deterministic`` takes the most likely action)."""
+
+    @abc.abstractmethod
+    def get_weights(self) -> Weights:
+        """A detached copy of everything that defines how this policy acts (normalizer included)."""
+
+    @abc.abstractmethod
+    def load_weights(self, weights: Weights) -> None:
+        """Act from now on with ``weights`` (as returned by ``get_weights``)."""
+
+    @abc.abstractmethod
+    def save(self, path: Path, weights: Weights | None = None) -> None:
+        """Write a policy file ``trainers.load_policy`` can read (``weights`` default: current)."""
+
+
+class ExperienceQueue:
+    """Step batches of one behavior id on their way from the environment to a trainer."""
+
+    def __init__(self, behavior_id: BehaviorId) -> None:
+        self.behavior_id = behavior_id
+        self._items: deque[StepBatch] = deque()
+
+    def put(self, batch: StepBatch) -> None:
+        self._items.append(batch)
+
+    def drain(self) -> list[StepBatch]:
+        """Everything queued so far, oldest first; the queue is empty afterwards."""
+        items = list(self._items)
+        self._items.clear()
+        return items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class PolicyQueue:
+    """The policy that should act for one behavior id, as published by its trainer."""
+
+    def __init__(self, behavior_id: BehaviorId) -> None:
+        self.behavior_id = behavior_id
+        self._latest: Policy | None = None
+
+    def put(self, policy: Policy) -> None:
+        self._latest = policy
+
+    def take(self) -> Policy | None:
+        """The newest published policy since the last call, or None."""
+        policy, self._latest = self._latest, None
+        return policy
+
+
+class Trainer(abc.ABC):
+    """Turns step batches of one behavior name into an improving policy.
+
+    Life cycle, driven by the run loop: ``create_policy`` + ``add_policy`` for each behavior id the
+    environment reports, ``subscribe_trajectory_queue`` / ``publish_policy_queue`` to connect it,
+    then ``advance()`` after every environment step until ``should_still_train`` is false.
+    ``state_dict``/``load_state_dict`` must capture everything needed to continue exactly.
+    """
+
+    def __init__(
+        self,
+        *,
+        behavior_name: str,
+        settings: TrainerSettings,
+        artifact_dir: Path,
+        seed: int = 0,
+        device: str = "cpu",
+        training: bool = True,
+    ) -> None:
+        self.behavior_name = behavior_name
+        self.settings = settings
+        self.artifact_dir = Path(artifact_dir)
+        self.seed = seed
+        self.device = device
+        self.training = training
+        self.trajectory_queues: list[ExperienceQueue] = []
+        self.policy_queues: list[PolicyQueue] = []
+
+    # -- wiring ----------------------------------------------------------------------------
+    @abc.abstractmethod
+    def create_policy(self, behavior_id: BehaviorId, behavior_spec: BehaviorSpec) -> Policy:
+        """A new policy with this trainer's architecture for ``behavior_spec`` (not yet added)."""
+
+    @abc.abstractmethod
+    def add_policy(self, behavior_id: BehaviorId, policy: Policy) -> None:
+        """Train ``policy`` for ``behavior_id`` (a trainer trains one policy per behavior name)."""
+
+    @abc.abstractmethod
+    def get_policy(self, behavior_id: BehaviorId) -> Policy:
+        """The policy this trainer trains for ``behavior_id``."""
+
+    def subscribe_trajectory_queue(self, queue: ExperienceQueue) -> None:
+        """Consume the step batches put on ``queue``."""
+        self.trajectory_queues.append(queue)
+
+    def publish_policy_queue(self, queue: PolicyQueue) -> None:
+        """Publish the acting policy of ``queue.behavior_id`` there after each update."""
+        self.policy_queues.append(queue)
+
+    # -- training --------------------------------------------------------------------------
+    @property
+    @abc.abstractmethod
+    def step(self) -> int:
+        """Trainer steps consumed so far."""
+
+    @property
+    def should_still_train(self) -> bool:
+        return self.training and self.step < self.settings.max_steps
+
+    @abc.abstractmethod
+    def advance(self) -> None:
+        """Consume queued step batches; update the policy when enough experience is in."""
+
+    @abc.abstractmethod
+    def end_episode(self) -> None:
+        """Forget partial trajectories (the environments are about to be reset)."""
+
+    # -- persistence -----------------------------------------------------------------------
+    @abc.abstractmethod
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume exactly: weights, optimizer, normalizer, step, schedules."""
+
+    @abc.abstractmethod
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from a ``state_dict``."""
+
+    def close(self) -> None:
+        """Flush stats and release resources."""
