@@ -170,6 +170,8 @@ class EnvironmentSettings:
     max_lifetime_restarts: int = attrs.field(default=10, validator=v.ge(-1))
     restarts_rate_limit_n: int = attrs.field(default=1, validator=v.ge(-1))
     restarts_rate_limit_period_s: int = attrs.field(default=60, validator=_positive)
+    #: seconds to wait for a Unity build to start before giving up (ignored by in-process games)
+    timeout_wait: int = attrs.field(default=60, validator=_positive)
 
 
 @attrs.frozen(kw_only=True)
@@ -183,6 +185,8 @@ class EngineSettings:
     target_frame_rate: int = -1
     capture_frame_rate: int = 60
     no_graphics: bool = False
+    #: Unity builds: worker 0 renders, every other worker runs without graphics
+    no_graphics_monitor: bool = False
 
 
 @attrs.frozen(kw_only=True)

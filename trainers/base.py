@@ -50,22 +50,27 @@ Weights = dict[str, torch.Tensor]
 
 @attrs.frozen
 class ActionOutput:
-    """A policy's answer for a batch of agents: the actions and their joint log-probabilities."""
+    """A policy's answer for a batch of agents.
+
+    ``actions`` go to the environment; ``continuous_raw`` are the continuous actions before
+    clipping or squashing (what the log-probabilities were computed for); ``log_probs`` are joint
+    log-probabilities, one per agent.
+    """
 
     actions: ActionTuple
     log_probs: np.ndarray
+    continuous_raw: np.ndarray
 
 
 @attrs.frozen
 class StepBatch:
     """One environment step of one behavior id: what the agents saw and what they were told to do.
 
-    ``actions``/``log_probs`` are aligned with ``steps.decision`` (one row per deciding agent).
+    ``output`` is aligned with ``steps.decision`` (one row per deciding agent).
     """
 
     steps: BehaviorSteps
-    actions: ActionTuple
-    log_probs: np.ndarray
+    output: ActionOutput
 
     @property
     def behavior_id(self) -> BehaviorId:
@@ -108,6 +113,16 @@ class Policy(abc.ABC):
     @abc.abstractmethod
     def save(self, path: Path, weights: Weights | None = None) -> None:
         """Write a policy file ``trainers.load_policy`` can read (``weights`` default: current)."""
+
+
+class ArenaPolicy(Policy):
+    """A policy whose answer depends on the arena each agent plays in (several opponents at once)."""
+
+    @abc.abstractmethod
+    def sample_in_arenas(
+        self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None, arenas: np.ndarray
+    ) -> ActionOutput:
+        """Like ``sample``, with the arena key of every agent."""
 
 
 class ExperienceQueue:

@@ -1,0 +1,148 @@
+"""The actor network and its action distribution (continuous, multi-branch discrete, or both).
+
+Continuous actions are Gaussian. PPO sends ``clamp(a, -3, 3) / 3`` to the environment (ML-Agents'
+convention); SAC squashes with ``tanh`` and corrects the log-probability. Discrete branches are
+categorical; masked actions (``True`` in the environment's action mask) get a logit of -1e8 so they
+are never drawn and carry no probability. The log-probability of an action is the joint one: the
+sum over continuous dimensions and discrete branches.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from mlagents_envs.base_env import ActionSpec, ObservationSpec
+from torch import nn
+
+from ghost.settings import NetworkSettings
+from trainers.networks import ObservationEncoder, mlp
+
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+_MASKED_LOGIT = -1.0e8
+
+
+class ActionDistribution:
+    """The action distribution of a batch of agents (one row per agent)."""
+
+    def __init__(
+        self,
+        *,
+        mean: torch.Tensor | None,
+        log_std: torch.Tensor | None,
+        logits: list[torch.Tensor],
+        squash: bool,
+    ) -> None:
+        self.mean = mean
+        self.log_std = log_std
+        self.logits = logits
+        self.squash = squash
+        self.log_probs_by_branch = [torch.log_softmax(branch, dim=-1) for branch in logits]
+
+    def sample(self) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """Raw continuous actions (before clipping/squashing) and discrete choices."""
+        continuous = None
+        if self.mean is not None:
+            continuous = self.mean + torch.randn_like(self.mean) * self.log_std.exp()
+        discrete = None
+        if self.logits:
+            choices = [torch.multinomial(lp.exp(), 1) for lp in self.log_probs_by_branch]
+            discrete = torch.cat(choices, dim=1)
+        return continuous, discrete
+
+    def most_likely(self) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        discrete = None
+        if self.logits:
+            discrete = torch.stack([branch.argmax(dim=-1) for branch in self.logits], dim=1)
+        return self.mean, discrete
+
+    def log_prob(
+        self, continuous: torch.Tensor | None, discrete: torch.Tensor | None
+    ) -> torch.Tensor:
+        """Joint log-probability of raw continuous actions and discrete choices."""
+        total = 0.0
+        if self.mean is not None and continuous is not None:
+            z = (continuous - self.mean) / self.log_std.exp()
+            per_dim = -0.5 * z**2 - self.log_std - _LOG_SQRT_2PI
+            if self.squash:
+                per_dim = per_dim - torch.log(1.0 - torch.tanh(continuous) ** 2 + 1e-6)
+            total = total + per_dim.sum(dim=-1)
+        if self.logits and discrete is not None:
+            for branch, log_probs in enumerate(self.log_probs_by_branch):
+                chosen = discrete[:, branch : branch + 1].long()
+                total = total + log_probs.gather(1, chosen).squeeze(1)
+        return total  # type: ignore[return-value]
+
+    def entropy(self) -> torch.Tensor:
+        """Joint entropy per agent (Gaussian part before squashing)."""
+        total = 0.0
+        if self.log_std is not None:
+            per_dim = 0.5 + _LOG_SQRT_2PI + self.log_std
+            total = total + per_dim.expand_as(self.mean).sum(dim=-1)
+        for log_probs in self.log_probs_by_branch:
+            total = total - (log_probs.exp() * log_probs).sum(dim=-1)
+        return total  # type: ignore[return-value]
+
+    def env_continuous(self, raw: torch.Tensor) -> torch.Tensor:
+        """The continuous action the environment receives, in [-1, 1]."""
+        return torch.tanh(raw) if self.squash else torch.clamp(raw, -3.0, 3.0) / 3.0
+
+
+class Actor(nn.Module):
+    """Observations (and action masks) → ``ActionDistribution``.
+
+    ``conditional_std``: the Gaussian's spread depends on the observation (SAC) instead of being
+    one learned vector (PPO).
+    """
+
+    def __init__(
+        self,
+        *,
+        obs_specs: list[ObservationSpec],
+        action_spec: ActionSpec,
+        settings: NetworkSettings,
+        squash: bool = False,
+        conditional_std: bool = False,
+    ) -> None:
+        super().__init__()
+        self.squash = squash
+        self.conditional_std = conditional_std
+        self.continuous_size = action_spec.continuous_size
+        self.branches = tuple(action_spec.discrete_branches)
+        self.encoder = ObservationEncoder(obs_specs, settings)
+        self.body = mlp(self.encoder.output_size, settings.hidden_units, settings.num_layers)
+        hidden = settings.hidden_units
+        if self.continuous_size:
+            self.mean_head = nn.Linear(hidden, self.continuous_size)
+            nn.init.zeros_(self.mean_head.bias)
+            self.mean_head.weight.data.mul_(0.1)
+            if conditional_std:
+                self.log_std_head = nn.Linear(hidden, self.continuous_size)
+            else:
+                self.log_std = nn.Parameter(torch.zeros(self.continuous_size))
+        if self.branches:
+            self.logits_head = nn.Linear(hidden, sum(self.branches))
+            self.logits_head.weight.data.mul_(0.1)
+
+    def features(self, obs: list[torch.Tensor]) -> torch.Tensor:
+        return self.body(self.encoder(obs))
+
+    def forward(
+        self, obs: list[torch.Tensor], action_mask: torch.Tensor | None = None
+    ) -> ActionDistribution:
+        """``action_mask``: bool ``[n, sum(branches)]``, True where an action is unavailable."""
+        hidden = self.features(obs)
+        mean = log_std = None
+        if self.continuous_size:
+            mean = self.mean_head(hidden)
+            if self.conditional_std:
+                log_std = torch.clamp(self.log_std_head(hidden), -20.0, 2.0)
+            else:
+                log_std = self.log_std
+        logits: list[torch.Tensor] = []
+        if self.branches:
+            flat = self.logits_head(hidden)
+            if action_mask is not None:
+                flat = flat.masked_fill(action_mask, _MASKED_LOGIT)
+            logits = list(torch.split(flat, self.branches, dim=1))
+        return ActionDistribution(mean=mean, log_std=log_std, logits=logits, squash=self.squash)

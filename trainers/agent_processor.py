@@ -1,0 +1,38 @@
+"""The environment side of a behavior id: let its acting policy answer, queue what happened."""
+
+from __future__ import annotations
+
+import numpy as np
+from mlagents_envs.base_env import ActionTuple
+
+from envs.stepping import BehaviorSteps
+from trainers.base import ActionOutput, ArenaPolicy, ExperienceQueue, Policy, StepBatch
+
+
+class AgentProcessor:
+    """Answers one behavior id's decision requests in one batch and queues the step batch."""
+
+    def __init__(self, *, policy: Policy, queue: ExperienceQueue) -> None:
+        self.policy = policy
+        self.queue = queue
+        spec = policy.behavior_spec.action_spec
+        self._empty = ActionOutput(
+            actions=spec.empty_action(0),
+            log_probs=np.zeros(0, np.float32),
+            continuous_raw=np.zeros((0, spec.continuous_size), np.float32),
+        )
+
+    def process(self, steps: BehaviorSteps) -> ActionTuple | None:
+        """The actions for ``steps.decision`` (None when no agent asked for one)."""
+        decision = steps.decision
+        if len(decision) == 0:
+            output = self._empty
+        elif isinstance(self.policy, ArenaPolicy):
+            output = self.policy.sample_in_arenas(
+                decision.obs, decision.action_mask, steps.decision_arenas
+            )
+        else:
+            output = self.policy.sample(decision.obs, decision.action_mask)
+        if len(decision) or len(steps.terminal):
+            self.queue.put(StepBatch(steps=steps, output=output))
+        return output.actions if len(decision) else None

@@ -1,0 +1,124 @@
+"""Experience storage: PPO's rollout buffer (linked, in time order) and SAC's replay buffer."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainers.rollout import Transitions
+
+
+class RolloutBuffer:
+    """Transitions in arrival order, each linked to the same agent's next one (``next_index``)."""
+
+    def __init__(self) -> None:
+        self._chunks: list[Transitions] = []
+        self._size = 0
+        self._last_row_of_slot = np.full(64, -1, dtype=np.int64)
+        self._links: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def __len__(self) -> int:
+        return self._size
+
+    def add(self, transitions: Transitions) -> None:
+        slots = transitions.slots
+        if slots.max(initial=-1) >= len(self._last_row_of_slot):
+            grown = np.full(2 * int(slots.max()) + 1, -1, dtype=np.int64)
+            grown[: len(self._last_row_of_slot)] = self._last_row_of_slot
+            self._last_row_of_slot = grown
+        rows = np.arange(self._size, self._size + len(transitions))
+        previous = self._last_row_of_slot[slots]
+        linked = previous >= 0
+        self._links.append((previous[linked], rows[linked]))
+        self._last_row_of_slot[slots] = np.where(transitions.continues, rows, -1)
+        self._chunks.append(transitions)
+        self._size += len(transitions)
+
+    def contents(self) -> tuple[Transitions, np.ndarray, list[tuple[int, int]]]:
+        """All transitions as one batch, their ``next_index`` and the chunk bounds."""
+        data = Transitions.concatenate(self._chunks)
+        next_index = np.full(self._size, -1, dtype=np.int64)
+        for source, target in self._links:
+            next_index[source] = target
+        bounds, start = [], 0
+        for chunk in self._chunks:
+            bounds.append((start, start + len(chunk)))
+            start += len(chunk)
+        return data, next_index, bounds
+
+    def clear(self) -> None:
+        self._chunks.clear()
+        self._links.clear()
+        self._size = 0
+        self._last_row_of_slot[:] = -1
+
+    def state_dict(self) -> dict[str, object]:
+        return {"chunks": self._chunks, "links": self._links, "size": self._size,
+                "last_row_of_slot": self._last_row_of_slot}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._chunks = list(state["chunks"])
+        self._links = list(state["links"])
+        self._size = int(state["size"])
+        self._last_row_of_slot = np.asarray(state["last_row_of_slot"])
+
+
+class ReplayBuffer:
+    """A ring of the last ``capacity`` transitions for off-policy sampling."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._arrays: dict[str, np.ndarray] | None = None
+        self._obs: list[np.ndarray] = []
+        self._next_obs: list[np.ndarray] = []
+        self._cursor = 0
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def _allocate(self, t: Transitions) -> None:
+        def ring(example: np.ndarray) -> np.ndarray:
+            return np.zeros((self.capacity, *example.shape[1:]), dtype=example.dtype)
+
+        self._obs = [ring(o) for o in t.obs]
+        self._next_obs = [ring(o) for o in t.next_obs]
+        self._arrays = {
+            "continuous_raw": ring(t.continuous_raw),
+            "discrete": ring(t.discrete),
+            "rewards": ring(t.rewards),
+            "dones": ring(t.dones),
+        }
+        if t.action_mask is not None:
+            self._arrays["action_mask"] = ring(t.action_mask)
+
+    def add(self, t: Transitions) -> None:
+        if self._arrays is None:
+            self._allocate(t)
+        n = min(len(t), self.capacity)
+        rows = (self._cursor + np.arange(n)) % self.capacity
+        for ring, new in zip(self._obs, t.obs, strict=True):
+            ring[rows] = new[-n:]
+        for ring, new in zip(self._next_obs, t.next_obs, strict=True):
+            ring[rows] = new[-n:]
+        for name, ring in self._arrays.items():
+            ring[rows] = getattr(t, name)[-n:]
+        self._cursor = int((self._cursor + n) % self.capacity)
+        self._size = min(self._size + n, self.capacity)
+
+    def sample(self, batch_size: int, rng: np.random.Generator) -> dict[str, object]:
+        rows = rng.integers(0, self._size, size=batch_size)
+        batch: dict[str, object] = {name: ring[rows] for name, ring in self._arrays.items()}
+        batch["obs"] = [ring[rows] for ring in self._obs]
+        batch["next_obs"] = [ring[rows] for ring in self._next_obs]
+        return batch
+
+    def state_dict(self) -> dict[str, object]:
+        return {"arrays": self._arrays, "obs": self._obs, "next_obs": self._next_obs,
+                "cursor": self._cursor, "size": self._size}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._arrays = state["arrays"]
+        self._obs = state["obs"]
+        self._next_obs = state["next_obs"]
+        self._cursor = int(state["cursor"])
+        self._size = int(state["size"])

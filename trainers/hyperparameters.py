@@ -1,0 +1,64 @@
+"""``hyperparameters`` sections of the built-in trainer types, with ML-Agents' names and defaults."""
+
+from __future__ import annotations
+
+import attrs
+
+from ghost.settings import HyperparamSettings, ScheduleType, _non_negative, _positive, _unit_interval
+
+
+def _fraction(instance: object, attribute: attrs.Attribute, value: float) -> None:
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"{attribute.name} must be in (0, 1) (got {value!r})")
+
+
+@attrs.frozen(kw_only=True)
+class PPOSettings(HyperparamSettings):
+    """PPO: ``buffer_size`` agent steps per update, ``num_epoch`` passes of ``batch_size`` minibatches.
+
+    ``beta_schedule``/``epsilon_schedule`` default to ``learning_rate_schedule`` (read the
+    ``*_schedule_resolved`` properties).
+    """
+
+    batch_size: int = attrs.field(default=1024, validator=_positive)
+    buffer_size: int = attrs.field(default=10240, validator=_positive)
+    learning_rate_schedule: ScheduleType = ScheduleType.LINEAR
+    beta: float = attrs.field(default=5.0e-3, validator=_non_negative)
+    epsilon: float = attrs.field(default=0.2, validator=_fraction)
+    lambd: float = attrs.field(default=0.95, validator=_unit_interval)
+    num_epoch: int = attrs.field(default=3, validator=_positive)
+    shared_critic: bool = False
+    beta_schedule: ScheduleType | None = None
+    epsilon_schedule: ScheduleType | None = None
+
+    @property
+    def beta_schedule_resolved(self) -> ScheduleType:
+        return self.beta_schedule or self.learning_rate_schedule
+
+    @property
+    def epsilon_schedule_resolved(self) -> ScheduleType:
+        return self.epsilon_schedule or self.learning_rate_schedule
+
+
+@attrs.frozen(kw_only=True)
+class SACSettings(HyperparamSettings):
+    """SAC: off-policy updates from a replay buffer of ``buffer_size`` transitions.
+
+    ``reward_signal_steps_per_update`` defaults to ``steps_per_update``.
+    """
+
+    batch_size: int = attrs.field(default=128, validator=_positive)
+    buffer_size: int = attrs.field(default=50000, validator=_positive)
+    buffer_init_steps: int = attrs.field(default=0, validator=_non_negative)
+    tau: float = attrs.field(default=0.005, validator=_unit_interval)
+    steps_per_update: float = attrs.field(default=1.0, validator=_positive)
+    save_replay_buffer: bool = False
+    init_entcoef: float = attrs.field(default=1.0, validator=_positive)
+    reward_signal_steps_per_update: float | None = attrs.field(default=None, validator=_positive)
+
+    @property
+    def reward_signal_steps_per_update_resolved(self) -> float:
+        if self.reward_signal_steps_per_update is None:
+            return self.steps_per_update
+        return self.reward_signal_steps_per_update
+

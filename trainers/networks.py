@@ -1,0 +1,111 @@
+"""Network building blocks: observation encoders, the MLP body and value heads.
+
+Observations arrive as ML-Agents gives them: a list with one array per observation spec, rank 1
+(vectors, concatenated and optionally normalized) or rank 3 (images, height × width × channels).
+"""
+
+from __future__ import annotations
+
+import torch
+from mlagents_envs.base_env import ObservationSpec
+from torch import nn
+
+from ghost.exceptions import UnsupportedFeatureError
+from ghost.settings import SUPPORTED_ENCODERS, EncoderType, NetworkSettings
+from trainers.normalizer import RunningNormalizer
+
+#: smallest image side each encoder accepts (its kernels and strides need it)
+MIN_IMAGE_SIDE = {EncoderType.SIMPLE: 20, EncoderType.NATURE_CNN: 36, EncoderType.FULLY_CONNECTED: 1}
+
+
+def mlp(input_size: int, hidden_units: int, num_layers: int) -> nn.Sequential:
+    """``num_layers`` fully connected layers of ``hidden_units`` with SiLU (Swish) activations."""
+    layers: list[nn.Module] = []
+    size = input_size
+    for _ in range(num_layers):
+        layers += [nn.Linear(size, hidden_units), nn.SiLU()]
+        size = hidden_units
+    return nn.Sequential(*layers)
+
+
+def _visual_encoder(shape: tuple[int, ...], kind: EncoderType, output_size: int) -> nn.Module:
+    height, width, channels = shape
+    if kind not in SUPPORTED_ENCODERS:
+        raise UnsupportedFeatureError(
+            f"vis_encode_type '{kind.value}' is not supported yet; use one of "
+            f"{', '.join(e.value for e in SUPPORTED_ENCODERS)}"
+        )
+    if min(height, width) < MIN_IMAGE_SIDE[kind]:
+        raise UnsupportedFeatureError(
+            f"vis_encode_type '{kind.value}' needs images of at least {MIN_IMAGE_SIDE[kind]}x"
+            f"{MIN_IMAGE_SIDE[kind]} pixels, the environment gives {height}x{width}"
+        )
+    if kind is EncoderType.SIMPLE:
+        conv = nn.Sequential(
+            nn.Conv2d(channels, 16, 8, stride=4), nn.LeakyReLU(),
+            nn.Conv2d(16, 32, 4, stride=2), nn.LeakyReLU(),
+        )  # fmt: skip
+    elif kind is EncoderType.NATURE_CNN:
+        conv = nn.Sequential(
+            nn.Conv2d(channels, 32, 8, stride=4), nn.LeakyReLU(),
+            nn.Conv2d(32, 64, 4, stride=2), nn.LeakyReLU(),
+            nn.Conv2d(64, 64, 3, stride=1), nn.LeakyReLU(),
+        )  # fmt: skip
+    else:
+        conv = nn.Identity()
+    with torch.no_grad():
+        flat = conv(torch.zeros(1, channels, height, width)).numel()
+    return nn.Sequential(conv, nn.Flatten(), nn.Linear(flat, output_size), nn.LeakyReLU())
+
+
+class ObservationEncoder(nn.Module):
+    """All observations of an agent → one feature vector of size ``output_size``."""
+
+    def __init__(self, obs_specs: list[ObservationSpec], settings: NetworkSettings) -> None:
+        super().__init__()
+        self.vector_indices = [i for i, spec in enumerate(obs_specs) if len(spec.shape) == 1]
+        self.visual_indices = [i for i, spec in enumerate(obs_specs) if len(spec.shape) == 3]
+        other = [s.shape for s in obs_specs if len(s.shape) not in (1, 3)]
+        if other:
+            raise UnsupportedFeatureError(f"observations of shape {other} are not supported yet")
+        vector_size = sum(obs_specs[i].shape[0] for i in self.vector_indices)
+        self.normalizer = (
+            RunningNormalizer(vector_size) if settings.normalize and vector_size else None
+        )
+        self.visual_encoders = nn.ModuleList(
+            _visual_encoder(obs_specs[i].shape, settings.vis_encode_type, settings.hidden_units)
+            for i in self.visual_indices
+        )
+        self.output_size = vector_size + settings.hidden_units * len(self.visual_indices)
+
+    def vector_part(self, obs: list[torch.Tensor]) -> torch.Tensor:
+        """The concatenated vector observations (before normalization)."""
+        if len(self.vector_indices) == 1:
+            return obs[self.vector_indices[0]]
+        return torch.cat([obs[i] for i in self.vector_indices], dim=1)
+
+    def update_normalizer(self, obs: list[torch.Tensor]) -> None:
+        if self.normalizer is not None:
+            self.normalizer.update(self.vector_part(obs))
+
+    def forward(self, obs: list[torch.Tensor]) -> torch.Tensor:
+        parts = []
+        if self.vector_indices:
+            vector = self.vector_part(obs)
+            parts.append(self.normalizer(vector) if self.normalizer is not None else vector)
+        for index, encoder in zip(self.visual_indices, self.visual_encoders, strict=True):
+            parts.append(encoder(obs[index].permute(0, 3, 1, 2)))
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
+
+
+class ValueNetwork(nn.Module):
+    """Observations → one value estimate per agent (PPO's critic)."""
+
+    def __init__(self, obs_specs: list[ObservationSpec], settings: NetworkSettings) -> None:
+        super().__init__()
+        self.encoder = ObservationEncoder(obs_specs, settings)
+        self.body = mlp(self.encoder.output_size, settings.hidden_units, settings.num_layers)
+        self.head = nn.Linear(settings.hidden_units, 1)
+
+    def forward(self, obs: list[torch.Tensor]) -> torch.Tensor:
+        return self.head(self.body(self.encoder(obs))).squeeze(-1)

@@ -1,0 +1,124 @@
+"""``TorchPolicy``: the acting side of PPO and SAC, and what ``trainers.load_policy`` returns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+from mlagents_envs.base_env import ActionTuple, BehaviorSpec
+
+from ghost.settings import NetworkSettings
+from trainers.actor import Actor, ActionDistribution
+from trainers.base import ActionOutput, Policy, Weights
+
+
+def to_tensors(obs: list[np.ndarray], device: str = "cpu") -> list[torch.Tensor]:
+    """Observation arrays → float32 tensors without copying where the dtype already fits."""
+    return [torch.as_tensor(o, dtype=torch.float32, device=device) for o in obs]
+
+
+def mask_tensor(action_mask: list[np.ndarray] | None, device: str = "cpu") -> torch.Tensor | None:
+    """ML-Agents' per-branch masks → one bool ``[n, sum(branches)]`` tensor (True = unavailable)."""
+    if action_mask is None or len(action_mask) == 0:
+        return None
+    flat = action_mask[0] if len(action_mask) == 1 else np.concatenate(action_mask, axis=1)
+    return torch.as_tensor(flat, dtype=torch.bool, device=device)
+
+
+class TorchPolicy(Policy):
+    """A policy backed by an ``Actor`` network; batched inference, no per-agent Python work."""
+
+    def __init__(
+        self,
+        *,
+        behavior_spec: BehaviorSpec,
+        network_settings: NetworkSettings,
+        squash: bool = False,
+        conditional_std: bool = False,
+        device: str = "cpu",
+    ) -> None:
+        self.behavior_spec = behavior_spec
+        self.network_settings = network_settings
+        self.squash = squash
+        self.conditional_std = conditional_std
+        self.device = device
+        self.actor = Actor(
+            obs_specs=list(behavior_spec.observation_specs),
+            action_spec=behavior_spec.action_spec,
+            settings=network_settings,
+            squash=squash,
+            conditional_std=conditional_std,
+        ).to(device)
+
+    def _distribution(
+        self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None
+    ) -> ActionDistribution:
+        return self.actor(to_tensors(obs, self.device), mask_tensor(action_mask, self.device))
+
+    def _action_tuple(
+        self, dist: ActionDistribution, continuous: torch.Tensor | None, discrete: torch.Tensor | None
+    ) -> ActionTuple:
+        return ActionTuple(
+            continuous=None if continuous is None else dist.env_continuous(continuous).cpu().numpy(),
+            discrete=None if discrete is None else discrete.cpu().numpy().astype(np.int32),
+        )
+
+    def sample(
+        self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None = None
+    ) -> ActionOutput:
+        with torch.inference_mode():
+            dist = self._distribution(obs, action_mask)
+            continuous, discrete = dist.sample()
+            log_probs = dist.log_prob(continuous, discrete)
+            n = obs[0].shape[0]
+            raw = continuous.cpu().numpy() if continuous is not None else np.zeros((n, 0), np.float32)
+            return ActionOutput(
+                actions=self._action_tuple(dist, continuous, discrete),
+                log_probs=log_probs.cpu().numpy() if torch.is_tensor(log_probs) else np.zeros(n),
+                continuous_raw=raw,
+            )
+
+    def act(
+        self,
+        obs: list[np.ndarray],
+        action_mask: list[np.ndarray] | None = None,
+        deterministic: bool = False,
+    ) -> ActionTuple:
+        if not deterministic:
+            return self.sample(obs, action_mask).actions
+        with torch.inference_mode():
+            dist = self._distribution(obs, action_mask)
+            return self._action_tuple(dist, *dist.most_likely())
+
+    def action_probabilities(
+        self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None = None
+    ) -> list[np.ndarray]:
+        """Probabilities of every discrete action, one ``[n, branch_size]`` array per branch."""
+        with torch.inference_mode():
+            dist = self._distribution(obs, action_mask)
+            return [lp.exp().cpu().numpy() for lp in dist.log_probs_by_branch]
+
+    def get_weights(self) -> Weights:
+        return {k: v.detach().clone() for k, v in self.actor.state_dict().items()}
+
+    def load_weights(self, weights: Weights) -> None:
+        self.actor.load_state_dict(weights)
+
+    def update_normalizer(self, obs: list[np.ndarray]) -> None:
+        self.actor.encoder.update_normalizer(to_tensors(obs, self.device))
+
+    def save(self, path: Path, weights: Weights | None = None) -> None:
+        from trainers.policy_file import write_policy_file
+
+        write_policy_file(path, self, weights if weights is not None else self.get_weights())
+
+    def clone_architecture(self) -> TorchPolicy:
+        """A new policy with the same spec and settings (fresh weights)."""
+        return TorchPolicy(
+            behavior_spec=self.behavior_spec,
+            network_settings=self.network_settings,
+            squash=self.squash,
+            conditional_std=self.conditional_std,
+            device=self.device,
+        )

@@ -1,0 +1,136 @@
+"""Policy files: a self-describing torch file any run, evaluation or user script can load.
+
+A policy file holds the behavior spec, the network settings and the actor weights. The final
+``<run>/<Behavior>.pt``, every snapshot, and every checkpoint (under its ``policy`` key) use it, so
+``load_policy`` reads all of them.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import cattrs
+import torch
+from mlagents_envs.base_env import (
+    ActionSpec,
+    BehaviorSpec,
+    DimensionProperty,
+    ObservationSpec,
+    ObservationType,
+)
+
+from ghost.exceptions import CheckpointError
+from ghost.settings import NetworkSettings
+
+FORMAT = "ghost-trainer-policy"
+VERSION = 1
+_converter = cattrs.Converter()
+
+
+def atomic_save(obj: Any, path: Path) -> None:
+    """``torch.save`` to a temporary file beside ``path``, then rename: a kill never leaves half."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            torch.save(obj, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def spec_to_dict(spec: BehaviorSpec) -> dict[str, Any]:
+    return {
+        "observations": [
+            {
+                "shape": list(o.shape),
+                "dimension_property": [int(d) for d in o.dimension_property],
+                "observation_type": int(o.observation_type),
+                "name": o.name,
+            }
+            for o in spec.observation_specs
+        ],
+        "continuous_size": spec.action_spec.continuous_size,
+        "discrete_branches": list(spec.action_spec.discrete_branches),
+    }
+
+
+def spec_from_dict(data: dict[str, Any]) -> BehaviorSpec:
+    observations = [
+        ObservationSpec(
+            shape=tuple(o["shape"]),
+            dimension_property=tuple(DimensionProperty(d) for d in o["dimension_property"]),
+            observation_type=ObservationType(o["observation_type"]),
+            name=o["name"],
+        )
+        for o in data["observations"]
+    ]
+    action = ActionSpec(data["continuous_size"], tuple(data["discrete_branches"]))
+    return BehaviorSpec(observations, action)
+
+
+def policy_record(policy: Any, weights: dict[str, torch.Tensor]) -> dict[str, Any]:
+    """The dict stored for a ``TorchPolicy`` (alone in a policy file, or inside a checkpoint)."""
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "behavior_spec": spec_to_dict(policy.behavior_spec),
+        "network_settings": _converter.unstructure(policy.network_settings),
+        "squash": policy.squash,
+        "conditional_std": policy.conditional_std,
+        "weights": weights,
+    }
+
+
+def write_policy_file(path: Path, policy: Any, weights: dict[str, torch.Tensor]) -> None:
+    atomic_save(policy_record(policy, weights), path)
+
+
+def _read_record(path: Path) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"policy file {path} does not exist")
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as error:  # a truncated or foreign file
+        raise CheckpointError(f"{path} is not a readable policy file: {error}") from error
+    record = data.get("policy", data) if isinstance(data, dict) else None
+    if not isinstance(record, dict) or record.get("format") != FORMAT:
+        raise CheckpointError(
+            f"{path} is not a ghost-trainer policy file, snapshot or checkpoint"
+        )
+    return record
+
+
+def read_policy_weights(path: Path) -> dict[str, torch.Tensor]:
+    """Only the weights of a policy file, snapshot or checkpoint."""
+    return _read_record(path)["weights"]
+
+
+def load_policy(path: str | Path, device: str = "cpu") -> Any:
+    """Load a saved policy (final ``<Behavior>.pt``, snapshot or checkpoint) ready to ``act``.
+
+    The result has ``act(obs, action_mask=None, deterministic=False) -> ActionTuple`` for a batch
+    of agents and ``action_probabilities(obs, action_mask=None)`` for discrete branches.
+    """
+    from trainers.policy import TorchPolicy
+
+    record = _read_record(Path(path))
+    policy = TorchPolicy(
+        behavior_spec=spec_from_dict(record["behavior_spec"]),
+        network_settings=_converter.structure(record["network_settings"], NetworkSettings),
+        squash=record["squash"],
+        conditional_std=record["conditional_std"],
+        device=device,
+    )
+    policy.load_weights(record["weights"])
+    policy.actor.eval()
+    return policy
+

@@ -1,0 +1,161 @@
+"""Machinery PPO and SAC share: the learner policy, step-batch intake, stats and persistence.
+
+A subclass writes only what makes its algorithm: ``_make_learner`` (critics, optimizers),
+``_take`` (store completed transitions), ``_ready`` / ``_update`` and its extra state.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import numpy as np
+import torch
+from mlagents_envs.base_env import BehaviorSpec
+
+from ghost.behavior_id import BehaviorId
+from ghost.settings import ScheduleType
+from trainers.base import Policy, Trainer
+from trainers.policy import TorchPolicy
+from trainers.rollout import Transitions, TransitionAssembler
+from trainers.stats import CUMULATIVE_REWARD, EPISODE_LENGTH, StatsReporter
+
+
+def decayed(schedule: ScheduleType, initial: float, final: float, step: int, max_steps: int) -> float:
+    """A hyperparameter at ``step``: constant, or linear from ``initial`` to ``final``."""
+    if schedule is ScheduleType.CONSTANT or max_steps <= 0:
+        return initial
+    fraction = min(step / max_steps, 1.0)
+    return initial + (final - initial) * fraction
+
+
+class RLTrainer(Trainer):
+    """One learner ``TorchPolicy`` per behavior name, fed by transition assemblers."""
+
+    #: continuous actions squashed with tanh (SAC) rather than clipped (PPO)
+    squash = False
+    conditional_std = False
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.hyperparameters = self.settings.hyperparameters
+        self.policy: TorchPolicy | None = None
+        self.assemblers: dict[BehaviorId, TransitionAssembler] = {}
+        self._step = 0
+        self.stats = StatsReporter(
+            behavior_name=self.behavior_name,
+            log_dir=self.artifact_dir if self.training else None,
+            summary_freq=self.settings.summary_freq,
+        )
+        self.rng = np.random.default_rng(self.seed)
+        torch.manual_seed(self.seed)
+
+    # -- wiring ----------------------------------------------------------------------------
+    def create_policy(self, behavior_id: BehaviorId, behavior_spec: BehaviorSpec) -> TorchPolicy:
+        return TorchPolicy(
+            behavior_spec=behavior_spec,
+            network_settings=self.settings.network_settings,
+            squash=self.squash,
+            conditional_std=self.conditional_std,
+            device=self.device,
+        )
+
+    def add_policy(self, behavior_id: BehaviorId, policy: Policy) -> None:
+        assert isinstance(policy, TorchPolicy), "PPO and SAC train TorchPolicy networks"
+        self.assemblers[behavior_id] = TransitionAssembler(
+            behavior_spec=policy.behavior_spec, time_horizon=self.settings.time_horizon
+        )
+        if self.policy is None:
+            self.policy = policy
+            self._make_learner(policy)
+
+    def get_policy(self, behavior_id: BehaviorId) -> TorchPolicy:
+        assert self.policy is not None, "add_policy comes first"
+        return self.policy
+
+    # -- training --------------------------------------------------------------------------
+    @property
+    def step(self) -> int:
+        return self._step
+
+    def advance(self) -> None:
+        for queue in self.trajectory_queues:
+            assembler = self.assemblers.get(queue.behavior_id)
+            for batch in queue.drain():
+                if assembler is None:
+                    continue
+                transitions, episodes = assembler.add(batch)
+                if episodes is not None:
+                    self.stats.add(CUMULATIVE_REWARD, episodes.rewards)
+                    self.stats.add(EPISODE_LENGTH, episodes.lengths)
+                if transitions is not None and self.should_still_train:
+                    self._step += len(transitions)
+                    self._take(transitions)
+                    if self._ready():
+                        self._update()
+                        for policy_queue in self.policy_queues:
+                            policy_queue.put(self.get_policy(policy_queue.behavior_id))
+        self.stats.maybe_write(self._step)
+
+    def end_episode(self) -> None:
+        for assembler in self.assemblers.values():
+            assembler.reset()
+
+    def scaled_rewards(self, transitions: Transitions) -> np.ndarray:
+        return transitions.rewards * self.settings.reward_strength
+
+    def record_losses(self, losses: dict[str, float]) -> None:
+        for key, value in losses.items():
+            self.stats.add(key, value)
+
+    # -- algorithm hooks -------------------------------------------------------------------
+    @abc.abstractmethod
+    def _make_learner(self, policy: TorchPolicy) -> None:
+        """Build critics and optimizers around the learner policy."""
+
+    @abc.abstractmethod
+    def _take(self, transitions: Transitions) -> None:
+        """Store newly completed transitions."""
+
+    @abc.abstractmethod
+    def _ready(self) -> bool:
+        """Whether enough experience is stored for an update."""
+
+    @abc.abstractmethod
+    def _update(self) -> None:
+        """Improve the policy from stored experience."""
+
+    @abc.abstractmethod
+    def _learner_state(self) -> dict[str, Any]:
+        """Critics, optimizers and buffers."""
+
+    @abc.abstractmethod
+    def _load_learner_state(self, state: dict[str, Any]) -> None: ...
+
+    # -- persistence -----------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        from trainers.policy_file import policy_record
+
+        assert self.policy is not None
+        return {
+            "policy": policy_record(self.policy, self.policy.get_weights()),
+            "step": self._step,
+            "learner": self._learner_state(),
+            "assemblers": {str(b): a.state_dict() for b, a in self.assemblers.items()},
+            "rng": {"numpy": self.rng.bit_generator.state, "torch": torch.get_rng_state()},
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        assert self.policy is not None
+        self.policy.load_weights(state["policy"]["weights"])
+        self._step = int(state["step"])
+        self._load_learner_state(state["learner"])
+        for behavior_id, assembler in self.assemblers.items():
+            if str(behavior_id) in state["assemblers"]:
+                assembler.load_state_dict(state["assemblers"][str(behavior_id)])
+        self.rng.bit_generator.state = state["rng"]["numpy"]
+        torch.set_rng_state(state["rng"]["torch"])
+        self.stats.set_start(self._step)
+
+    def close(self) -> None:
+        self.stats.close()

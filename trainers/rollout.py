@@ -1,0 +1,214 @@
+"""From step batches to complete transitions, with Unity's agent semantics, vectorised.
+
+An agent's reward for an action arrives with its *next* step (a decision or its episode's end), so
+each agent keeps one pending action until then. An agent id may appear in ``TerminalSteps`` and
+``DecisionSteps`` in the same step: the episode ends first (the pending action is completed with
+the terminal observation), then the next episode's first decision becomes pending. Agents that
+vanish (a crashed environment worker) simply leave their pending action behind.
+
+Every completed transition carries ``continues``: whether the same agent's next transition follows
+it in the same trajectory. A trajectory ends with the episode or after ``time_horizon`` steps (the
+transition is then bootstrapped from its next observation's value, as ML-Agents does).
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+from mlagents_envs.base_env import BehaviorSpec
+
+from trainers.base import StepBatch
+
+
+@attrs.frozen
+class Transitions:
+    """Completed transitions of many agents (one row each)."""
+
+    obs: list[np.ndarray]
+    next_obs: list[np.ndarray]
+    continuous_raw: np.ndarray
+    discrete: np.ndarray
+    action_mask: np.ndarray | None
+    log_probs: np.ndarray
+    rewards: np.ndarray
+    dones: np.ndarray
+    continues: np.ndarray
+    slots: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.rewards)
+
+    @staticmethod
+    def concatenate(parts: list[Transitions]) -> Transitions:
+        if len(parts) == 1:
+            return parts[0]
+        fields = {}
+        for field in attrs.fields(Transitions):
+            values = [getattr(p, field.name) for p in parts]
+            if field.name in ("obs", "next_obs"):
+                fields[field.name] = [np.concatenate(group) for group in zip(*values, strict=True)]
+            elif values[0] is None:
+                fields[field.name] = None
+            else:
+                fields[field.name] = np.concatenate(values)
+        return Transitions(**fields)
+
+
+@attrs.frozen
+class FinishedEpisodes:
+    """Cumulative reward and length of the episodes that ended in one step batch."""
+
+    rewards: np.ndarray
+    lengths: np.ndarray
+
+
+class TransitionAssembler:
+    """Keeps each agent's pending action and emits transitions once their outcome is known."""
+
+    def __init__(self, *, behavior_spec: BehaviorSpec, time_horizon: int) -> None:
+        self.time_horizon = time_horizon
+        self._obs_shapes = [tuple(o.shape) for o in behavior_spec.observation_specs]
+        self._continuous = behavior_spec.action_spec.continuous_size
+        self._branches = tuple(behavior_spec.action_spec.discrete_branches)
+        self._slot_of: dict[int, int] = {}
+        self._capacity = 0
+        self._grow(64)
+        self._id_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def _grow(self, capacity: int) -> None:
+        def resize(old: np.ndarray | None, shape: tuple[int, ...], dtype: type) -> np.ndarray:
+            fresh = np.zeros((capacity, *shape), dtype=dtype)
+            if old is not None:
+                fresh[: len(old)] = old
+            return fresh
+
+        old_obs = getattr(self, "_pending_obs", [None] * len(self._obs_shapes))
+        self._pending_obs = [
+            resize(old, shape, np.float32)
+            for old, shape in zip(old_obs, self._obs_shapes, strict=True)
+        ]
+        for name, shape, dtype in (
+            ("_pending_raw", (self._continuous,), np.float32),
+            ("_pending_discrete", (len(self._branches),), np.int32),
+            ("_pending_mask", (sum(self._branches),), bool),
+            ("_pending_log_probs", (), np.float32),
+            ("_pending", (), bool),
+            ("_since_cut", (), np.int64),
+            ("_episode_reward", (), np.float64),
+            ("_episode_length", (), np.int64),
+        ):
+            setattr(self, name, resize(getattr(self, name, None), shape, dtype))
+        self._capacity = capacity
+
+    def _slots(self, kind: str, agent_ids: np.ndarray) -> np.ndarray:
+        cached = self._id_cache.get(kind)
+        if cached is not None and np.array_equal(cached[0], agent_ids):
+            return cached[1]
+        slot_of = self._slot_of
+        for agent_id in agent_ids.tolist():
+            if agent_id not in slot_of:
+                slot_of[agent_id] = len(slot_of)
+        if len(slot_of) > self._capacity:
+            self._grow(max(2 * self._capacity, len(slot_of)))
+        slots = np.fromiter((slot_of[a] for a in agent_ids.tolist()), np.int64, len(agent_ids))
+        self._id_cache[kind] = (agent_ids.copy(), slots)
+        return slots
+
+    def reset(self) -> None:
+        """Forget every pending action and running episode (environments are being reset)."""
+        self._pending[:] = False
+        self._since_cut[:] = 0
+        self._episode_reward[:] = 0.0
+        self._episode_length[:] = 0
+
+    def _complete(
+        self,
+        slots: np.ndarray,
+        *,
+        rewards: np.ndarray,
+        next_obs: list[np.ndarray],
+        dones: np.ndarray,
+        continues: np.ndarray,
+    ) -> Transitions:
+        return Transitions(
+            obs=[o[slots] for o in self._pending_obs],
+            next_obs=[np.asarray(o, dtype=np.float32) for o in next_obs],
+            continuous_raw=self._pending_raw[slots],
+            discrete=self._pending_discrete[slots],
+            action_mask=self._pending_mask[slots] if self._branches else None,
+            log_probs=self._pending_log_probs[slots],
+            rewards=rewards.astype(np.float32),
+            dones=dones,
+            continues=continues,
+            slots=slots,
+        )
+
+    def add(self, batch: StepBatch) -> tuple[Transitions | None, FinishedEpisodes | None]:
+        """Fold one step batch in; return the transitions and episodes it completed."""
+        parts: list[Transitions] = []
+        episodes = None
+        terminal = batch.steps.terminal
+        if len(terminal):
+            slots = self._slots("terminal", terminal.agent_id)
+            known = self._pending[slots]
+            rewards = terminal.reward + terminal.group_reward
+            if known.any():
+                done_slots = slots[known]
+                parts.append(
+                    self._complete(
+                        done_slots,
+                        rewards=rewards[known],
+                        next_obs=[o[known] for o in terminal.obs],
+                        dones=~terminal.interrupted[known],
+                        continues=np.zeros(len(done_slots), bool),
+                    )
+                )
+                episodes = FinishedEpisodes(
+                    rewards=self._episode_reward[done_slots] + rewards[known],
+                    lengths=self._episode_length[done_slots].copy(),
+                )
+            self._pending[slots] = False
+            self._since_cut[slots] = 0
+            self._episode_reward[slots] = 0.0
+            self._episode_length[slots] = 0
+        decision = batch.steps.decision
+        if len(decision):
+            slots = self._slots("decision", decision.agent_id)
+            rewards = decision.reward + decision.group_reward
+            known = self._pending[slots]
+            if known.any():
+                ongoing = slots[known]
+                self._since_cut[ongoing] += 1
+                cut = self._since_cut[ongoing] >= self.time_horizon
+                self._since_cut[ongoing[cut]] = 0
+                parts.append(
+                    self._complete(
+                        ongoing,
+                        rewards=rewards[known],
+                        next_obs=[o[known] for o in decision.obs],
+                        dones=np.zeros(len(ongoing), bool),
+                        continues=~cut,
+                    )
+                )
+            self._episode_reward[slots] += rewards
+            self._episode_length[slots] += 1
+            for pending, observed in zip(self._pending_obs, decision.obs, strict=True):
+                pending[slots] = observed
+            output = batch.output
+            self._pending_raw[slots] = output.continuous_raw
+            if self._branches:
+                self._pending_discrete[slots] = output.actions.discrete
+                masks = decision.action_mask
+                self._pending_mask[slots] = (
+                    np.concatenate(masks, axis=1) if masks is not None else False
+                )
+            self._pending_log_probs[slots] = output.log_probs
+            self._pending[slots] = True
+        return (Transitions.concatenate(parts) if parts else None), episodes
+
+    def state_dict(self) -> dict[str, object]:
+        return {key: getattr(self, key) for key in vars(self) if key.startswith("_")}
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        for key, value in state.items():
+            setattr(self, key, value)

@@ -1,0 +1,98 @@
+"""Training statistics: TensorBoard scalars under ML-Agents' tag names and a console summary line.
+
+Values are accumulated between summaries and written as their mean every ``summary_freq`` trainer
+steps, like ML-Agents' ``StatsReporter``. The console line reads
+``Tennis. Step: 20000. Time Elapsed: 31.2 s. Mean Reward: 0.120. Std of Reward: 0.950. ELO: 1213.4.
+6410 steps/s. Training.``
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+logger = logging.getLogger("ghost.stats")
+
+CUMULATIVE_REWARD = "Environment/Cumulative Reward"
+EPISODE_LENGTH = "Environment/Episode Length"
+ELO = "Self-play/ELO"
+
+
+class StatsReporter:
+    """Collects one behavior's statistics and writes them every ``summary_freq`` steps."""
+
+    def __init__(self, *, behavior_name: str, log_dir: Path | None, summary_freq: int) -> None:
+        self.behavior_name = behavior_name
+        self.summary_freq = summary_freq
+        self.log_dir = log_dir
+        self._writer = None
+        self._values: dict[str, list[float]] = defaultdict(list)
+        self._start = time.perf_counter()
+        self._last_time = self._start
+        self._last_step = 0
+        self._last_summary = 0
+        self.training = True
+        self.latest: dict[str, float] = {}
+
+    def add(self, key: str, values: float | np.ndarray) -> None:
+        """Record one value or an array of values for ``key``."""
+        if isinstance(values, np.ndarray):
+            self._values[key].extend(values.astype(float).tolist())
+        else:
+            self._values[key].append(float(values))
+
+    def set_start(self, step: int) -> None:
+        """Summaries continue from ``step`` (a resumed run)."""
+        self._last_step = step
+        self._last_summary = step // self.summary_freq
+
+    def maybe_write(self, step: int) -> None:
+        """Write a summary when ``step`` crossed a multiple of ``summary_freq``."""
+        if step // self.summary_freq > self._last_summary:
+            self._last_summary = step // self.summary_freq
+            self.write(step)
+
+    def write(self, step: int) -> None:
+        now = time.perf_counter()
+        means = {key: float(np.mean(v)) for key, v in self._values.items() if v}
+        steps_per_second = (step - self._last_step) / max(now - self._last_time, 1e-9)
+        means["Environment/Steps Per Second"] = steps_per_second
+        writer = self._tensorboard()
+        if writer is not None:
+            for key, value in means.items():
+                writer.add_scalar(key, value, step)
+            writer.flush()
+        rewards = self._values.get(CUMULATIVE_REWARD, [])
+        parts = [
+            f"{self.behavior_name}. Step: {step}. Time Elapsed: {now - self._start:0.1f} s."
+        ]
+        if rewards:
+            parts.append(
+                f"Mean Reward: {np.mean(rewards):0.3f}. Std of Reward: {np.std(rewards):0.3f}."
+            )
+        else:
+            parts.append("No episode was completed since last summary.")
+        if ELO in means:
+            parts.append(f"ELO: {means[ELO]:0.1f}.")
+        parts.append(f"{steps_per_second:0.0f} steps/s.")
+        parts.append("Training." if self.training else "Not Training.")
+        logger.info(" ".join(parts))
+        self.latest = means
+        self._values.clear()
+        self._last_time, self._last_step = now, step
+
+    def _tensorboard(self):  # type: ignore[no-untyped-def]
+        if self._writer is None and self.log_dir is not None:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._writer = SummaryWriter(str(self.log_dir))
+        return self._writer
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
