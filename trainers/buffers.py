@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from trainers.rollout import Transitions
@@ -62,8 +63,35 @@ class RolloutBuffer:
         self._last_row_of_slot = np.asarray(state["last_row_of_slot"])
 
 
+@attrs.frozen
+class ReplayBatch:
+    """A minibatch drawn from a ``ReplayBuffer`` (one row per transition).
+
+    ``next_action_mask`` is the mask that came with ``next_obs`` (all False where unknown).
+    """
+
+    obs: list[np.ndarray]
+    next_obs: list[np.ndarray]
+    continuous_raw: np.ndarray
+    discrete: np.ndarray
+    action_mask: np.ndarray | None
+    next_action_mask: np.ndarray | None
+    rewards: np.ndarray
+    dones: np.ndarray
+
+
 class ReplayBuffer:
-    """A ring of the last ``capacity`` transitions for off-policy sampling."""
+    """A ring of the last ``capacity`` transitions for off-policy sampling.
+
+    Transitions carry the action mask of the state an action was chosen in, not the one of their
+    next observation, which an off-policy target needs to evaluate the policy there. The buffer
+    links each row to the same agent's (same ``slots`` entry) next row: when that arrives, its mask
+    becomes the earlier row's ``next_action_mask``. Rows whose successor has not arrived yet, was
+    overwritten, or never comes (the episode ended) keep an all-False mask: every action available.
+    After an interrupted episode the link reaches the next episode's first mask (a small error, on
+    rare rows); agents of different behavior ids share slot numbers, so feed one buffer from one
+    ``TransitionAssembler`` at a time.
+    """
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
@@ -72,6 +100,9 @@ class ReplayBuffer:
         self._next_obs: list[np.ndarray] = []
         self._cursor = 0
         self._size = 0
+        self._added = 0
+        # absolute index (counting every row ever added) of each slot's latest linkable row
+        self._last_of_slot = np.full(64, -1, dtype=np.int64)
 
     def __len__(self) -> int:
         return self._size
@@ -90,10 +121,13 @@ class ReplayBuffer:
         }
         if t.action_mask is not None:
             self._arrays["action_mask"] = ring(t.action_mask)
+            self._arrays["next_action_mask"] = ring(t.action_mask)
 
     def add(self, t: Transitions) -> None:
+        """Append transitions, overwriting the oldest rows once ``capacity`` is reached."""
         if self._arrays is None:
             self._allocate(t)
+        assert self._arrays is not None
         n = min(len(t), self.capacity)
         rows = (self._cursor + np.arange(n)) % self.capacity
         for ring, new in zip(self._obs, t.obs, strict=True):
@@ -101,24 +135,62 @@ class ReplayBuffer:
         for ring, new in zip(self._next_obs, t.next_obs, strict=True):
             ring[rows] = new[-n:]
         for name, ring in self._arrays.items():
-            ring[rows] = getattr(t, name)[-n:]
+            if name != "next_action_mask":
+                ring[rows] = getattr(t, name)[-n:]
+        if t.action_mask is not None:
+            self._link_masks(t.slots[-n:], t.action_mask[-n:], t.dones[-n:], rows)
         self._cursor = int((self._cursor + n) % self.capacity)
         self._size = min(self._size + n, self.capacity)
+        self._added += n
 
-    def sample(self, batch_size: int, rng: np.random.Generator) -> dict[str, object]:
+    def _link_masks(
+        self, slots: np.ndarray, masks: np.ndarray, dones: np.ndarray, rows: np.ndarray
+    ) -> None:
+        assert self._arrays is not None
+        if slots.max(initial=-1) >= len(self._last_of_slot):
+            grown = np.full(2 * int(slots.max()) + 1, -1, dtype=np.int64)
+            grown[: len(self._last_of_slot)] = self._last_of_slot
+            self._last_of_slot = grown
+        next_masks = self._arrays["next_action_mask"]
+        next_masks[rows] = False
+        previous = self._last_of_slot[slots]
+        # still in the ring: not overwritten by the rows being added now nor earlier
+        alive = (previous >= 0) & (previous >= self._added + len(rows) - self.capacity)
+        next_masks[previous[alive] % self.capacity] = masks[alive]
+        absolute = self._added + np.arange(len(rows))
+        # an episode's last observation has no mask of its own
+        self._last_of_slot[slots] = np.where(dones, -1, absolute)
+
+    def sample(self, batch_size: int, rng: np.random.Generator) -> ReplayBatch:
+        """``batch_size`` rows drawn uniformly with replacement."""
+        assert self._arrays is not None and self._size > 0, "add transitions before sampling"
         rows = rng.integers(0, self._size, size=batch_size)
-        batch: dict[str, object] = {name: ring[rows] for name, ring in self._arrays.items()}
-        batch["obs"] = [ring[rows] for ring in self._obs]
-        batch["next_obs"] = [ring[rows] for ring in self._next_obs]
-        return batch
+        arrays = self._arrays
+        return ReplayBatch(
+            obs=[ring[rows] for ring in self._obs],
+            next_obs=[ring[rows] for ring in self._next_obs],
+            continuous_raw=arrays["continuous_raw"][rows],
+            discrete=arrays["discrete"][rows],
+            action_mask=arrays["action_mask"][rows] if "action_mask" in arrays else None,
+            next_action_mask=(
+                arrays["next_action_mask"][rows] if "next_action_mask" in arrays else None
+            ),
+            rewards=arrays["rewards"][rows],
+            dones=arrays["dones"][rows],
+        )
 
     def state_dict(self) -> dict[str, object]:
         return {"arrays": self._arrays, "obs": self._obs, "next_obs": self._next_obs,
-                "cursor": self._cursor, "size": self._size}
+                "cursor": self._cursor, "size": self._size, "added": self._added,
+                "last_of_slot": self._last_of_slot}
 
     def load_state_dict(self, state: dict) -> None:
-        self._arrays = state["arrays"]
-        self._obs = state["obs"]
-        self._next_obs = state["next_obs"]
+        # copies, so that the state (and other trainers loading it) never aliases live rings
+        arrays = state["arrays"]
+        self._arrays = None if arrays is None else {k: v.copy() for k, v in arrays.items()}
+        self._obs = [o.copy() for o in state["obs"]]
+        self._next_obs = [o.copy() for o in state["next_obs"]]
         self._cursor = int(state["cursor"])
         self._size = int(state["size"])
+        self._added = int(state["added"])
+        self._last_of_slot = np.array(state["last_of_slot"], dtype=np.int64)

@@ -51,8 +51,8 @@ def spec_to_dict(spec: BehaviorSpec) -> dict[str, Any]:
         "observations": [
             {
                 "shape": list(o.shape),
-                "dimension_property": [int(d) for d in o.dimension_property],
-                "observation_type": int(o.observation_type),
+                "dimension_property": [int(d.value) for d in o.dimension_property],
+                "observation_type": int(o.observation_type.value),
                 "name": o.name,
             }
             for o in spec.observation_specs

@@ -1,0 +1,215 @@
+"""The training loop of one run: collect → route → update → snapshot/swap → log → checkpoint.
+
+``TrainingSession`` owns the environment stepper, one trainer per behavior name (wrapped in a
+``GhostTrainer`` when the behavior has ``self_play``), one ``AgentProcessor`` per behavior id and
+the ``GhostController``. Behaviors are connected as the environment reports them.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from ghost import registry
+from ghost.behavior_id import BehaviorId
+from ghost.checkpointing import RunCheckpointer
+from ghost.controller import GhostController
+from ghost.exceptions import EnvironmentSpecError
+from ghost.ghost_trainer import GhostTrainer
+from ghost.settings import RunOptions
+from envs.stepping import EnvStepper, StepResult
+from trainers.agent_processor import AgentProcessor
+from trainers.base import ExperienceQueue, Policy, PolicyQueue, Trainer
+from trainers.policy_file import read_policy_weights
+
+logger = logging.getLogger("ghost.session")
+
+
+def check_teams(behavior_ids: list[BehaviorId], options: RunOptions) -> None:
+    """Several teams only make sense with self-play: say so instead of training nonsense."""
+    teams = {bid.team for bid in behavior_ids}
+    if len(teams) < 2:
+        return
+    for name in sorted({bid.name for bid in behavior_ids}):
+        if options.settings_for(name).self_play is None:
+            raise EnvironmentSpecError(
+                f"the environment has {len(teams)} teams (ids {sorted(teams)}) but behavior "
+                f"'{name}' has no self_play section; add `self_play: {{}}` under "
+                f"behaviors.{name} to train it against snapshots of itself"
+            )
+
+
+class TrainingSession:
+    """Trains every behavior of one environment stepper until all reach ``max_steps``."""
+
+    def __init__(
+        self,
+        *,
+        options: RunOptions,
+        stepper: EnvStepper,
+        run_path: Path,
+        seed: int = 0,
+        device: str = "cpu",
+        training: bool = True,
+    ) -> None:
+        self.options = options
+        self.stepper = stepper
+        self.run_path = Path(run_path)
+        self.seed = seed
+        self.device = device
+        self.training = training
+        self.controller = GhostController()
+        self.trainers: dict[str, Trainer] = {}
+        self.processors: dict[BehaviorId, AgentProcessor] = {}
+        self.policy_queues: dict[BehaviorId, PolicyQueue] = {}
+        self.checkpointer = RunCheckpointer(self.run_path)
+        self._next_checkpoint: dict[str, int] = {}
+        self.interrupted = False
+
+    # -- wiring ----------------------------------------------------------------------------
+    def _trainer_for(self, name: str) -> Trainer:
+        if name not in self.trainers:
+            settings = self.options.settings_for(name)
+            trainer_class = registry.trainer_class(settings.trainer_type)
+            trainer: Trainer = trainer_class(
+                behavior_name=name,
+                settings=settings,
+                artifact_dir=self.run_path / name,
+                seed=self.seed,
+                device=self.device,
+                training=self.training,
+            )
+            if settings.self_play is not None:
+                trainer = GhostTrainer(
+                    trainer=trainer, controller=self.controller,
+                    self_play=settings.self_play, seed=self.seed,
+                )  # fmt: skip
+            self.trainers[name] = trainer
+            interval = settings.checkpoint_interval
+            self._next_checkpoint[name] = interval
+        return self.trainers[name]
+
+    @staticmethod
+    def acting_policy(trainer: Trainer, behavior_id: BehaviorId) -> Policy:
+        if isinstance(trainer, GhostTrainer):
+            return trainer.acting_policy(behavior_id)
+        return trainer.get_policy(behavior_id)
+
+    def connect_behaviors(self) -> None:
+        """Create trainers, policies and queues for behavior ids not seen before."""
+        specs = self.stepper.behavior_specs
+        new = [bid for bid in sorted(specs) if bid not in self.processors]
+        if not new:
+            return
+        check_teams(list(specs), self.options)
+        for behavior_id in new:
+            trainer = self._trainer_for(behavior_id.name)
+            policy = trainer.create_policy(behavior_id, specs[behavior_id])
+            trainer.add_policy(behavior_id, policy)
+            queue = ExperienceQueue(behavior_id)
+            trainer.subscribe_trajectory_queue(queue)
+            policy_queue = PolicyQueue(behavior_id)
+            trainer.publish_policy_queue(policy_queue)
+            self.policy_queues[behavior_id] = policy_queue
+            self.processors[behavior_id] = AgentProcessor(
+                policy=self.acting_policy(trainer, behavior_id), queue=queue
+            )
+            logger.info("Connected behavior %s (trainer %s)", behavior_id, type(trainer).__name__)
+
+    def initialize_from(self, policy_files: dict[str, Path]) -> None:
+        """Start behaviors from the weights of earlier runs' policy files."""
+        for name, path in policy_files.items():
+            trainer = self.trainers.get(name)
+            if trainer is None:
+                continue
+            weights = read_policy_weights(path)
+            for behavior_id in self.processors:
+                if behavior_id.name == name:
+                    trainer.get_policy(behavior_id).load_weights(weights)
+                    break
+            logger.info("Initialized %s from %s", name, path)
+
+    # -- the loop --------------------------------------------------------------------------
+    @property
+    def still_training(self) -> bool:
+        return any(t.should_still_train for t in self.trainers.values())
+
+    def start(self, *, resume: bool) -> StepResult:
+        """Reset the environments, connect behaviors, and restore a checkpoint on ``resume``."""
+        steps = self.stepper.reset()
+        self.connect_behaviors()
+        if resume and self.checkpointer.exists():
+            self.checkpointer.load(self.trainers, self.controller)
+            for name, trainer in self.trainers.items():
+                interval = trainer.settings.checkpoint_interval
+                self._next_checkpoint[name] = (trainer.step // interval + 1) * interval
+            self._apply_published_policies(force=True)
+        return steps
+
+    def run(self, *, resume: bool = False, max_env_steps: int | None = None) -> None:
+        """Train until every behavior reached ``max_steps`` (or Ctrl-C: checkpoint and stop)."""
+        steps = self.start(resume=resume)
+        env_steps = 0
+        try:
+            while self.still_training and (max_env_steps is None or env_steps < max_env_steps):
+                steps = self.step_once(steps)
+                env_steps += 1
+        except KeyboardInterrupt:
+            self.interrupted = True
+            logger.info("Interrupted: writing a checkpoint and the current policies")
+        finally:
+            self.finish()
+
+    def step_once(self, steps: StepResult) -> StepResult:
+        actions = {}
+        for behavior_id, behavior_steps in steps.items():
+            answer = self.processors[behavior_id].process(behavior_steps)
+            if answer is not None:
+                actions[behavior_id] = answer
+        steps = self.stepper.step(actions)
+        if any(bid not in self.processors for bid in steps):
+            self.connect_behaviors()
+        for trainer in self.trainers.values():
+            trainer.advance()
+        self._apply_published_policies()
+        if self.controller.should_reset():
+            for trainer in self.trainers.values():
+                trainer.end_episode()
+            steps = self.stepper.reset()
+        self._maybe_checkpoint()
+        return steps
+
+    def _apply_published_policies(self, force: bool = False) -> None:
+        for behavior_id, queue in self.policy_queues.items():
+            policy = queue.take()
+            if force:
+                policy = self.acting_policy(self.trainers[behavior_id.name], behavior_id)
+            if policy is not None:
+                self.processors[behavior_id].policy = policy
+
+    def _maybe_checkpoint(self) -> None:
+        due = [
+            name for name, trainer in self.trainers.items()
+            if trainer.step >= self._next_checkpoint[name]
+        ]  # fmt: skip
+        if not due or not self.training:
+            return
+        self.checkpointer.save(self.trainers, self.controller)
+        for name, trainer in self.trainers.items():
+            interval = trainer.settings.checkpoint_interval
+            self._next_checkpoint[name] = (trainer.step // interval + 1) * interval
+
+    def finish(self) -> None:
+        """Write a last checkpoint and each behavior's final policy ``<run>/<Behavior>.pt``."""
+        try:
+            if self.training and self.trainers:
+                self.checkpointer.save(self.trainers, self.controller)
+                for name, trainer in self.trainers.items():
+                    behavior_id = next(b for b in self.processors if b.name == name)
+                    path = self.run_path / f"{name}.pt"
+                    trainer.get_policy(behavior_id).save(path)
+                    logger.info("Exported %s", path)
+        finally:
+            for trainer in self.trainers.values():
+                trainer.close()
+            self.stepper.close()
