@@ -19,6 +19,7 @@ import torch
 
 from ghost.controller import GhostController
 from ghost.exceptions import CheckpointError
+from ghost.run_dir import safe_name
 from trainers.base import Trainer
 from trainers.policy_file import atomic_save
 
@@ -42,13 +43,13 @@ class RunCheckpointer:
         self.run_path = Path(run_path)
 
     def checkpoint_dir(self, behavior_name: str) -> Path:
-        return self.run_path / behavior_name / "checkpoints"
+        return self.run_path / safe_name(behavior_name) / "checkpoints"
 
     def save(self, trainers: dict[str, Trainer], controller: GhostController) -> Path:
         """Checkpoint every trainer and the controller; returns the index file."""
         entries = {}
         for name, trainer in trainers.items():
-            path = self.checkpoint_dir(name) / f"{name}-{trainer.step}.pt"
+            path = self.checkpoint_dir(name) / f"{safe_name(name)}-{trainer.step}.pt"
             atomic_save(trainer.state_dict(), path)
             entries[name] = {"file": str(path.relative_to(self.run_path)), "step": trainer.step}
         index = self.run_path / INDEX
@@ -66,7 +67,8 @@ class RunCheckpointer:
 
     def _prune(self, name: str, *, keep: int, current: str) -> None:
         files = sorted(
-            self.checkpoint_dir(name).glob(f"{name}-*.pt"), key=lambda p: p.stat().st_mtime
+            self.checkpoint_dir(name).glob(f"{safe_name(name)}-*.pt"),
+            key=lambda p: p.stat().st_mtime,
         )
         for old in files[:-keep]:
             if str(old.relative_to(self.run_path)) != current:

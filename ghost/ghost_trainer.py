@@ -199,7 +199,7 @@ class GhostTrainer(Trainer):
 
     # -- persistence -----------------------------------------------------------------------
     def _snapshot_path(self, snapshot: Snapshot) -> Path:
-        return self.snapshot_dir / f"{self.behavior_name}-snapshot-{snapshot.snapshot_id}.pt"
+        return self.snapshot_dir / f"snapshot-{snapshot.snapshot_id}.pt"
 
     def write_snapshots(self) -> None:
         """Write every snapshot of the window that has no file yet (each a loadable policy)."""
@@ -209,7 +209,7 @@ class GhostTrainer(Trainer):
                 snapshot.path = self._snapshot_path(snapshot)
                 self.learner.save(snapshot.path, snapshot.weights)
         keep = {s.path for s in self.window}
-        for stale in self.snapshot_dir.glob(f"{self.behavior_name}-snapshot-*.pt"):
+        for stale in self.snapshot_dir.glob("snapshot-*.pt"):
             if stale not in keep:
                 stale.unlink(missing_ok=True)
 

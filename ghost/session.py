@@ -16,6 +16,7 @@ from ghost.checkpointing import RunCheckpointer
 from ghost.controller import GhostController
 from ghost.exceptions import EnvironmentSpecError
 from ghost.ghost_trainer import GhostTrainer
+from ghost.run_dir import safe_name
 from ghost.settings import RunOptions
 from envs.stepping import EnvStepper, StepResult
 from trainers.agent_processor import AgentProcessor
@@ -51,8 +52,10 @@ class TrainingSession:
         seed: int = 0,
         device: str = "cpu",
         training: bool = True,
+        initialize_from: dict[str, Path] | None = None,
     ) -> None:
         self.options = options
+        self.initialize_from_files = initialize_from or {}
         self.stepper = stepper
         self.run_path = Path(run_path)
         self.seed = seed
@@ -64,6 +67,7 @@ class TrainingSession:
         self.policy_queues: dict[BehaviorId, PolicyQueue] = {}
         self.checkpointer = RunCheckpointer(self.run_path)
         self._next_checkpoint: dict[str, int] = {}
+        self._saved_at: dict[str, int] | None = None
         self.interrupted = False
 
     # -- wiring ----------------------------------------------------------------------------
@@ -74,7 +78,7 @@ class TrainingSession:
             trainer: Trainer = trainer_class(
                 behavior_name=name,
                 settings=settings,
-                artifact_dir=self.run_path / name,
+                artifact_dir=self.run_path / safe_name(name),
                 seed=self.seed,
                 device=self.device,
                 training=self.training,
@@ -144,6 +148,8 @@ class TrainingSession:
                 interval = trainer.settings.checkpoint_interval
                 self._next_checkpoint[name] = (trainer.step // interval + 1) * interval
             self._apply_published_policies(force=True)
+        else:
+            self.initialize_from(self.initialize_from_files)
         return steps
 
     def run(self, *, resume: bool = False, max_env_steps: int | None = None) -> None:
@@ -194,19 +200,25 @@ class TrainingSession:
         ]  # fmt: skip
         if not due or not self.training:
             return
-        self.checkpointer.save(self.trainers, self.controller)
+        self._checkpoint()
         for name, trainer in self.trainers.items():
             interval = trainer.settings.checkpoint_interval
             self._next_checkpoint[name] = (trainer.step // interval + 1) * interval
+
+    def _checkpoint(self) -> None:
+        steps = {name: trainer.step for name, trainer in self.trainers.items()}
+        if steps != self._saved_at:
+            self.checkpointer.save(self.trainers, self.controller)
+            self._saved_at = steps
 
     def finish(self) -> None:
         """Write a last checkpoint and each behavior's final policy ``<run>/<Behavior>.pt``."""
         try:
             if self.training and self.trainers:
-                self.checkpointer.save(self.trainers, self.controller)
+                self._checkpoint()
                 for name, trainer in self.trainers.items():
                     behavior_id = next(b for b in self.processors if b.name == name)
-                    path = self.run_path / f"{name}.pt"
+                    path = self.run_path / f"{safe_name(name)}.pt"
                     trainer.get_policy(behavior_id).save(path)
                     logger.info("Exported %s", path)
         finally:

@@ -218,7 +218,7 @@ class Trainer(abc.ABC):
 
     @property
     def should_still_train(self) -> bool:
-        return self.training and self.step < self.settings.max_steps
+        return self.step < self.settings.max_steps
 
     @abc.abstractmethod
     def advance(self) -> None:

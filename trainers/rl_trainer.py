@@ -90,6 +90,8 @@ class RLTrainer(Trainer):
                     self.stats.add(EPISODE_LENGTH, episodes.lengths)
                 if transitions is not None and self.should_still_train:
                     self._step += len(transitions)
+                    if not self.training:
+                        continue
                     self._take(transitions)
                     if self._ready():
                         self._update()
