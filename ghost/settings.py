@@ -114,8 +114,10 @@ class SelfPlaySettings:
     #: Elo K-factor: the most one match moves a rating (ML-Agents uses 1, once per agent).
     elo_k: float = attrs.field(default=16.0, validator=_positive)
     #: how many different snapshots the ghosted team plays at once, spread over environments and
-    #: arenas (ML-Agents: 1, every environment faces the same opponent).
-    opponents_per_swap: int = attrs.field(default=4, validator=_positive)
+    #: arenas. 1 is ML-Agents' behaviour (every environment faces the same opponent) and the
+    #: default: each extra opponent costs one more batched forward pass per step (measured on
+    #: tennis, 4 opponents: ~20% fewer steps per second).
+    opponents_per_swap: int = attrs.field(default=1, validator=_positive)
 
     @property
     def steps_per_team(self) -> int:
