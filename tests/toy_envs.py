@@ -148,3 +148,50 @@ def make_target_env(worker_id: int = 0, seed: int = 0) -> TargetEnv:
 
 def make_reach_env(worker_id: int = 0, seed: int = 0) -> ReachEnv:
     return ReachEnv(seed=seed + 1000 * worker_id)
+
+
+class TwoTeamTargetEnv(BaseEnv):
+    """``TargetEnv`` played by two teams at once (``Target?team=0`` and ``Target?team=1``).
+
+    Each team's agents solve their own copy of the task; ``recent_accuracy(team)`` is the share
+    of correct choices over the last ``window`` steps, so a test can see how well the policy
+    *acting* for each team plays, learning or ghosted.
+    """
+
+    def __init__(self, *, num_agents: int = 8, seed: int = 0, window: int = 300) -> None:
+        self.teams = {
+            f"Target?team={team}": TargetEnv(num_agents=num_agents, seed=seed + team)
+            for team in (0, 1)
+        }
+        self.window = window
+        self.history: dict[str, list[float]] = {name: [] for name in self.teams}
+
+    @property
+    def behavior_specs(self):  # type: ignore[no-untyped-def]
+        return {name: TargetEnv.spec for name in self.teams}
+
+    def reset(self) -> None:
+        for env in self.teams.values():
+            env.reset()
+
+    def set_actions(self, behavior_name: str, action: ActionTuple) -> None:
+        env = self.teams[behavior_name]
+        correct = (action.discrete[:, 0] == env.target).mean()
+        self.history[behavior_name] = (self.history[behavior_name] + [float(correct)])[-self.window :]
+        env.set_actions(behavior_name, action)
+
+    def set_action_for_agent(self, behavior_name: str, agent_id: int, action: ActionTuple) -> None:
+        raise NotImplementedError("toy envs take whole-batch actions")
+
+    def step(self) -> None:
+        for env in self.teams.values():
+            env.step()
+
+    def get_steps(self, behavior_name: str) -> tuple[DecisionSteps, TerminalSteps]:
+        return self.teams[behavior_name].get_steps(behavior_name)
+
+    def recent_accuracy(self, team: int) -> float:
+        return float(np.mean(self.history[f"Target?team={team}"]))
+
+    def close(self) -> None:
+        pass
