@@ -54,6 +54,9 @@ class GhostController:
         self.learning_team = self._teams[(position + 1) % len(self._teams)]
         self.team_changes += 1
         self._reset_pending = True
+        # every ghost trainer swaps now, so no acting policy is one step behind the change
+        for trainer in {id(t): t for t in self._trainers.values()}.values():
+            trainer.on_team_change()
 
     def should_reset(self) -> bool:
         """True once after each team change: the environments must be reset."""

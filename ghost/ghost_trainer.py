@@ -132,10 +132,10 @@ class GhostTrainer(Trainer):
             self.trainer.step - self.team_start_step >= self.self_play.steps_per_team
             or not self.trainer.should_still_train  # a finished learner hands over at once
         )
-        if self.is_learning and turn_over and self._known_learning_team == learning_team:
+        if self._known_learning_team is None:
+            self.on_team_change()  # the first draw of opponents
+        elif self.is_learning and turn_over:
             self.controller.change_training_team()
-        if self.controller.learning_team != self._known_learning_team:
-            self._on_team_change()
         elif self.ghost_step - self.last_swap_ghost_step >= self.self_play.swap_steps:
             self.last_swap_ghost_step = self.ghost_step
             self._swap()
@@ -154,10 +154,11 @@ class GhostTrainer(Trainer):
         _, first = np.unique(keys[finished], return_index=True)
         rows = np.flatnonzero(finished)[first]
         scores = terminal.reward[rows] + terminal.group_reward[rows]
-        for arena, reward in zip(batch.steps.terminal_arenas[rows].tolist(), scores.tolist()):
+        for arena, reward in zip(batch.steps.terminal_arenas[rows].tolist(), scores.tolist(), strict=True):
             self.controller.report_match(learner=self, arena=arena, score=result_from_reward(reward))
 
-    def _on_team_change(self) -> None:
+    def on_team_change(self) -> None:
+        """The controller handed learning to another team: restart the count and swap."""
         self._known_learning_team = self.controller.learning_team
         if self.is_learning:
             self.team_start_step = self.trainer.step

@@ -10,34 +10,20 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from envs.stepping import EnvStepper, StepResult
 from ghost import registry
 from ghost.behavior_id import BehaviorId
+from ghost.behavior_matching import match_behaviors
 from ghost.checkpointing import RunCheckpointer
 from ghost.controller import GhostController
-from ghost.exceptions import EnvironmentSpecError
 from ghost.ghost_trainer import GhostTrainer
 from ghost.run_dir import safe_name
-from ghost.settings import RunOptions
-from envs.stepping import EnvStepper, StepResult
+from ghost.settings import RunOptions, TrainerSettings
 from trainers.agent_processor import AgentProcessor
 from trainers.base import ExperienceQueue, Policy, PolicyQueue, Trainer
 from trainers.policy_file import read_policy_weights
 
 logger = logging.getLogger("ghost.session")
-
-
-def check_teams(behavior_ids: list[BehaviorId], options: RunOptions) -> None:
-    """Several teams only make sense with self-play: say so instead of training nonsense."""
-    teams = {bid.team for bid in behavior_ids}
-    if len(teams) < 2:
-        return
-    for name in sorted({bid.name for bid in behavior_ids}):
-        if options.settings_for(name).self_play is None:
-            raise EnvironmentSpecError(
-                f"the environment has {len(teams)} teams (ids {sorted(teams)}) but behavior "
-                f"'{name}' has no self_play section; add `self_play: {{}}` under "
-                f"behaviors.{name} to train it against snapshots of itself"
-            )
 
 
 class TrainingSession:
@@ -68,12 +54,13 @@ class TrainingSession:
         self.checkpointer = RunCheckpointer(self.run_path)
         self._next_checkpoint: dict[str, int] = {}
         self._saved_at: dict[str, int] | None = None
+        self._settings: dict[str, TrainerSettings] = {}
         self.interrupted = False
 
     # -- wiring ----------------------------------------------------------------------------
     def _trainer_for(self, name: str) -> Trainer:
         if name not in self.trainers:
-            settings = self.options.settings_for(name)
+            settings = self._settings[name]
             trainer_class = registry.trainer_class(settings.trainer_type)
             trainer: Trainer = trainer_class(
                 behavior_name=name,
@@ -105,7 +92,7 @@ class TrainingSession:
         new = [bid for bid in sorted(specs) if bid not in self.processors]
         if not new:
             return
-        check_teams(list(specs), self.options)
+        self._settings = match_behaviors(self.options, specs)
         for behavior_id in new:
             trainer = self._trainer_for(behavior_id.name)
             policy = trainer.create_policy(behavior_id, specs[behavior_id])

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import attrs
 
-from ghost.settings import HyperparamSettings, ScheduleType, _non_negative, _positive, _unit_interval
+from ghost.settings import (
+    HyperparamSettings,
+    ScheduleType,
+    _non_negative,
+    _positive,
+    _unit_interval,
+)
 
 
 def _fraction(instance: object, attribute: attrs.Attribute, value: float) -> None:

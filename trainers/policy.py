@@ -9,7 +9,7 @@ import torch
 from mlagents_envs.base_env import ActionTuple, BehaviorSpec
 
 from ghost.settings import NetworkSettings
-from trainers.actor import Actor, ActionDistribution
+from trainers.actor import ActionDistribution, Actor
 from trainers.base import ActionOutput, Policy, Weights
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ghost.settings import HyperparamSettings
 from trainers.base import Trainer
 from trainers.hyperparameters import PPOSettings, SACSettings
-from ghost.settings import HyperparamSettings
 
 
 def builtin_trainer_types() -> tuple[dict[str, type[Trainer]], dict[str, type[HyperparamSettings]]]:

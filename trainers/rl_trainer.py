@@ -17,7 +17,7 @@ from ghost.behavior_id import BehaviorId
 from ghost.settings import ScheduleType
 from trainers.base import Policy, Trainer
 from trainers.policy import TorchPolicy
-from trainers.rollout import Transitions, TransitionAssembler
+from trainers.rollout import TransitionAssembler, Transitions
 from trainers.stats import CUMULATIVE_REWARD, EPISODE_LENGTH, StatsReporter
 
 

@@ -1,0 +1,284 @@
+"""Where environments come from: ``--env`` / ``env_settings.env_path`` turned into a factory.
+
+An **environment factory** is a picklable callable ``factory(*, worker_id, seed) -> BaseEnv``; the
+steppers call it once per environment copy (in worker processes too). ``--env`` may name:
+
+1. a built-in game (``envs.games.BUILTIN_GAMES``), e.g. ``--env tennis``;
+2. ``module:callable``: any importable callable returning a ``BaseEnv`` (the current folder is on
+   the import path), called with ``worker_id``/``seed`` when its signature takes them;
+3. a Unity build (a file or folder path, with or without its ``.x86_64``/``.app``/``.exe``
+   extension), started with ``mlagents_envs.environment.UnityEnvironment``.
+
+They are tried in that order. ``resolve_env`` checks everything it can up front, so a wrong
+``--env`` fails before any worker starts.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+import logging
+import os
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import attrs
+from mlagents_envs.base_env import BaseEnv
+
+from ghost.exceptions import EnvironmentSourceError
+from ghost.settings import EngineSettings, EnvironmentSettings, RunOptions
+
+logger = logging.getLogger(__name__)
+
+_CALLABLE_SPEC = re.compile(r"(?P<module>[A-Za-z_][\w.]*):(?P<attribute>[A-Za-z_][\w.]*)")
+_UNITY_SUFFIXES = (".x86_64", ".x86", ".app", ".exe")
+
+
+class EnvFactory(Protocol):
+    """Makes one environment copy: ``factory(worker_id=..., seed=...)``."""
+
+    def __call__(self, *, worker_id: int, seed: int) -> BaseEnv: ...
+
+
+def _builtin_games() -> Mapping[str, Any]:
+    """``envs.games.BUILTIN_GAMES``, or nothing while that module is missing."""
+    try:
+        games = importlib.import_module("envs.games")
+    except ModuleNotFoundError as error:
+        if error.name == "envs.games":
+            return {}
+        raise
+    return games.BUILTIN_GAMES
+
+
+@attrs.frozen(kw_only=True)
+class BuiltinGame:
+    """A game shipped with ghost-trainer, made by ``envs.games.make_game``."""
+
+    name: str
+
+    def __call__(self, *, worker_id: int = 0, seed: int = 0) -> BaseEnv:
+        from envs.games import make_game
+
+        return make_game(self.name, worker_id=worker_id, seed=seed)
+
+    def describe(self) -> str:
+        return f"built-in game {self.name!r}"
+
+
+def _accepts(function: Any, name: str) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # some builtins have no signature
+        return False
+    return any(
+        p.kind is p.VAR_KEYWORD
+        or (p.name == name and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+        for p in parameters
+    )
+
+
+@attrs.frozen(kw_only=True)
+class CallableEnv:
+    """``module:callable``, imported where it is called (so worker processes can use it too).
+
+    Attributes:
+        module: dotted module name.
+        attribute: name in the module (dots reach into classes: ``Games.make``).
+        search_path: folder put on ``sys.path`` before importing (the folder ``--env`` was
+            given in), or None.
+    """
+
+    module: str
+    attribute: str
+    search_path: str | None = None
+
+    @property
+    def spec(self) -> str:
+        return f"{self.module}:{self.attribute}"
+
+    def load(self) -> Any:
+        """Import the module and return the callable, or raise ``EnvironmentSourceError``."""
+        if self.search_path and self.search_path not in sys.path:
+            sys.path.insert(0, self.search_path)
+        try:
+            target: Any = importlib.import_module(self.module)
+        except ModuleNotFoundError as error:
+            if error.name == self.module or self.module.startswith(f"{error.name}."):
+                raise EnvironmentSourceError(
+                    f"--env/env_path {self.spec!r}: module {self.module!r} not found (searched the current "
+                    f"folder {os.getcwd()} and the installed packages); check the spelling, or "
+                    "run from the folder that holds it"
+                ) from None
+            raise EnvironmentSourceError(
+                f"--env/env_path {self.spec!r}: importing {self.module!r} failed: {error}; "
+                "install the missing package"
+            ) from error
+        for part in self.attribute.split("."):
+            if not hasattr(target, part):
+                names = [n for n in dir(target) if not n.startswith("_")]
+                close = difflib.get_close_matches(part, names, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise EnvironmentSourceError(
+                    f"--env/env_path {self.spec!r}: {self.module!r} has no attribute {part!r}{hint}"
+                )
+            target = getattr(target, part)
+        if not callable(target):
+            raise EnvironmentSourceError(
+                f"--env/env_path {self.spec!r} is a {type(target).__name__}, not callable; name a function "
+                "or class that returns an mlagents_envs BaseEnv"
+            )
+        return target
+
+    def __call__(self, *, worker_id: int = 0, seed: int = 0) -> BaseEnv:
+        make = self.load()
+        kwargs: dict[str, int] = {}
+        if _accepts(make, "worker_id"):
+            kwargs["worker_id"] = worker_id
+        if _accepts(make, "seed"):
+            kwargs["seed"] = seed
+        env = make(**kwargs)
+        if not isinstance(env, BaseEnv):
+            raise EnvironmentSourceError(
+                f"--env/env_path {self.spec!r} returned a {type(env).__name__}, not an "
+                "mlagents_envs.base_env.BaseEnv; return an environment implementing that interface"
+            )
+        return env
+
+    def describe(self) -> str:
+        return f"{self.spec} (module:callable)"
+
+
+@attrs.frozen(kw_only=True)
+class UnityBuild:
+    """A Unity executable, one process per worker on port ``base_port + worker_id``."""
+
+    file_name: str
+    base_port: int = 5005
+    timeout_wait: int = 60
+    num_areas: int = 1
+    env_args: tuple[str, ...] = ()
+    engine: EngineSettings = attrs.Factory(EngineSettings)
+    #: plain-number ``environment_parameters`` sent to the build when it starts
+    environment_parameters: tuple[tuple[str, float], ...] = ()
+    #: where Unity writes its player log (ML-Agents uses the run's run_logs/)
+    log_folder: str | None = None
+
+    def __call__(self, *, worker_id: int = 0, seed: int = 0) -> BaseEnv:
+        from mlagents_envs.environment import UnityEnvironment
+        from mlagents_envs.exception import UnityException
+        from mlagents_envs.side_channel.engine_configuration_channel import (
+            EngineConfigurationChannel,
+        )
+        from mlagents_envs.side_channel.environment_parameters_channel import (
+            EnvironmentParametersChannel,
+        )
+
+        engine = EngineConfigurationChannel()
+        engine.set_configuration_parameters(
+            width=self.engine.width,
+            height=self.engine.height,
+            quality_level=self.engine.quality_level,
+            time_scale=self.engine.time_scale,
+            target_frame_rate=self.engine.target_frame_rate,
+            capture_frame_rate=self.engine.capture_frame_rate,
+        )
+        parameters = EnvironmentParametersChannel()
+        for key, value in self.environment_parameters:
+            parameters.set_float_parameter(key, value)
+        no_graphics = self.engine.no_graphics or (self.engine.no_graphics_monitor and worker_id > 0)
+        try:
+            return UnityEnvironment(
+                file_name=self.file_name,
+                worker_id=worker_id,
+                base_port=self.base_port,
+                seed=seed,
+                no_graphics=no_graphics,
+                timeout_wait=self.timeout_wait,
+                additional_args=list(self.env_args),
+                side_channels=[engine, parameters],
+                log_folder=self.log_folder,
+                num_areas=self.num_areas,
+            )
+        except UnityException as error:
+            raise EnvironmentSourceError(
+                f"Unity build {self.file_name!r} (worker {worker_id}, port "
+                f"{self.base_port + worker_id}) did not start: {error}"
+            ) from error
+
+    def describe(self) -> str:
+        return f"Unity build {self.file_name}"
+
+
+def _unity_candidates(path: str) -> list[Path]:
+    return [Path(path), *(Path(path + suffix) for suffix in _UNITY_SUFFIXES)]
+
+
+def resolve_env(
+    env: str | None,
+    *,
+    env_settings: EnvironmentSettings | None = None,
+    engine_settings: EngineSettings | None = None,
+    environment_parameters: Mapping[str, float] | None = None,
+) -> BuiltinGame | CallableEnv | UnityBuild:
+    """The factory ``env`` names (a built-in game, ``module:callable`` or a Unity build path).
+
+    Args:
+        env: the ``--env`` / ``env_settings.env_path`` text.
+        env_settings: ports, timeouts, areas and arguments for Unity builds.
+        engine_settings: window size, time scale... for Unity builds.
+        environment_parameters: plain-number parameters sent to Unity builds.
+
+    Raises:
+        EnvironmentSourceError: ``env`` is missing or names nothing usable (the message lists
+            the built-in games and the accepted forms).
+    """
+    games = _builtin_games()
+    forms = (
+        f"a built-in game ({', '.join(sorted(games)) or 'none installed'}), module:callable "
+        "(e.g. my_envs:make_env), or the path of a Unity build"
+    )
+    if not env:
+        raise EnvironmentSourceError(
+            f"no environment given: pass --env or set env_settings.env_path to {forms}"
+        )
+    if env in games:
+        return BuiltinGame(name=env)
+    match = _CALLABLE_SPEC.fullmatch(env)
+    if match:
+        source = CallableEnv(
+            module=match["module"], attribute=match["attribute"], search_path=os.getcwd()
+        )
+        source.load()
+        return source
+    if any(candidate.exists() for candidate in _unity_candidates(env)):
+        env_settings = env_settings or EnvironmentSettings()
+        return UnityBuild(
+            file_name=env,
+            base_port=env_settings.base_port,
+            timeout_wait=env_settings.timeout_wait,
+            num_areas=env_settings.num_areas,
+            env_args=tuple(env_settings.env_args or ()),
+            engine=engine_settings or EngineSettings(),
+            environment_parameters=tuple(sorted((environment_parameters or {}).items())),
+        )
+    close = difflib.get_close_matches(env, list(games), n=1)
+    hint = f" Did you mean the built-in game {close[0]!r}?" if close else ""
+    raise EnvironmentSourceError(
+        f"--env/env_path {env!r} names no environment: it is not a built-in game, not module:callable, "
+        f"and no file or folder {env!r} exists.{hint} Give {forms}"
+    )
+
+
+def env_factory_for(options: RunOptions) -> BuiltinGame | CallableEnv | UnityBuild:
+    """``resolve_env`` for a whole configuration (``env_settings.env_path`` and its settings)."""
+    return resolve_env(
+        options.env_settings.env_path,
+        env_settings=options.env_settings,
+        engine_settings=options.engine_settings,
+        environment_parameters=options.environment_parameters,
+    )

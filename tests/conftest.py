@@ -1,0 +1,66 @@
+"""Shared fixtures: reference configs, YAML files in tmp_path, and a fake trainer registry."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import yaml
+
+from ghost import registry
+from trainers.hyperparameters import PPOSettings, SACSettings
+
+REFERENCE_CONFIGS = Path("/work/shared/reference/mlagents-config")
+
+
+class FakeTrainer:
+    """Stands in for a trainer class; the registry and ``--check`` only look it up."""
+
+
+@attrs.frozen
+class FakeEntryPoint:
+    """What ``ghost.registry`` reads from an ``importlib.metadata.EntryPoint``."""
+
+    name: str
+    function: Callable[[], Any]
+    value: str = "tests.fake:plugin"
+
+    def load(self) -> Callable[[], Any]:
+        return self.function
+
+
+def builtin_types() -> tuple[dict[str, Any], dict[str, Any]]:
+    return {"ppo": FakeTrainer, "sac": FakeTrainer}, {"ppo": PPOSettings, "sac": SACSettings}
+
+
+@pytest.fixture
+def use_entry_points(monkeypatch: pytest.MonkeyPatch):
+    """``use_entry_points(*FakeEntryPoint)``: the registry sees only these plugins."""
+
+    def install(*entry_points: FakeEntryPoint) -> None:
+        monkeypatch.setattr(registry.metadata, "entry_points", lambda group: list(entry_points))
+        registry.refresh()
+
+    yield install
+    registry.refresh()
+
+
+@pytest.fixture
+def fake_registry(use_entry_points):
+    """ppo and sac registered with a fake trainer class (no torch trainers are imported)."""
+    use_entry_points(FakeEntryPoint("builtin", builtin_types))
+
+
+@pytest.fixture
+def write_yaml(tmp_path: Path) -> Callable[..., Path]:
+    """``write_yaml(data, name="config.yaml")``: a YAML file in tmp_path (text is written as is)."""
+
+    def write(data: Any, name: str = "config.yaml") -> Path:
+        path = tmp_path / name
+        path.write_text(data if isinstance(data, str) else yaml.safe_dump(data), encoding="utf-8")
+        return path
+
+    return write

@@ -1,0 +1,365 @@
+"""Soft Actor-Critic with ML-Agents' hyperparameters and semantics.
+
+Every completed transition goes into a replay ring of ``buffer_size`` rows (rewards scaled by the
+extrinsic signal's ``strength``). Once ``buffer_init_steps`` trainer steps are in and the ring holds
+``batch_size`` rows, the trainer keeps one gradient update per ``steps_per_update`` trainer steps
+counted from ``buffer_init_steps`` (``0.25`` means four updates per step; updates that fell due
+while the ring was still short of a minibatch are caught up at once, as in ML-Agents). One update
+draws one minibatch of ``batch_size`` and takes one optimizer step each for:
+
+- the twin Q networks: ``0.5 * (Q_i(s, a) - y)^2`` with the soft target
+  ``y = r + gamma * (1 - done) * V'(s')``, where ``V'`` is the expectation under the current policy
+  of the smaller target-network Q minus the entropy terms. ``done`` is True only for real
+  terminations: time-horizon cuts and interrupted episodes bootstrap;
+- the policy: ``-V(s)`` with the online Q networks (``alpha * log pi - min(Q1, Q2)``), continuous
+  actions reparameterised;
+- the entropy coefficients: ``log alpha`` moves so that the policy's entropy tracks its target.
+
+Then the target networks follow the online ones by Polyak averaging with ``tau``.
+
+Action kinds: continuous actions are squashed with ``tanh`` and the Q networks take the squashed
+action as input. A discrete branch has one Q output per action; the Q-value of a joint action is
+the mean over branches of the chosen actions' outputs (as ML-Agents condenses them), and every
+expectation over discrete actions is computed exactly from the action probabilities, with masked
+actions at probability zero. Hybrid specs combine both. There is one entropy coefficient for the
+continuous part (target entropy ``-continuous_size``) and one per discrete branch (target entropy
+``0.2 * log(branch_size)``), all starting at ``init_entcoef``.
+
+``learning_rate`` decays linearly to 1e-10 over ``max_steps`` when its schedule is ``linear``.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+import attrs
+import numpy as np
+import torch
+from mlagents_envs.base_env import ActionSpec, ObservationSpec
+from torch import nn
+
+from ghost.exceptions import ConfigError
+from ghost.settings import NetworkSettings
+from trainers.actor import ActionDistribution
+from trainers.buffers import ReplayBatch, ReplayBuffer
+from trainers.hyperparameters import SACSettings
+from trainers.networks import ObservationEncoder, mlp
+from trainers.policy import TorchPolicy, to_tensors
+from trainers.rl_trainer import RLTrainer, decayed
+from trainers.rollout import Transitions
+
+#: target entropy of a discrete branch, as a fraction of its largest entropy (ML-Agents' value)
+DISCRETE_TARGET_ENTROPY_SCALE = 0.2
+
+
+class QNetwork(nn.Module):
+    """Observations and squashed continuous actions → Q-values.
+
+    The output has one column per discrete action of every branch (``sum(branches)``), or a single
+    column when the action spec is purely continuous.
+    """
+
+    def __init__(
+        self, obs_specs: list[ObservationSpec], action_spec: ActionSpec, settings: NetworkSettings
+    ) -> None:
+        super().__init__()
+        self.encoder = ObservationEncoder(obs_specs, settings)
+        self.body = mlp(
+            self.encoder.output_size + action_spec.continuous_size,
+            settings.hidden_units,
+            settings.num_layers,
+        )
+        self.head = nn.Linear(settings.hidden_units, max(sum(action_spec.discrete_branches), 1))
+
+    def forward(self, obs: list[torch.Tensor], continuous: torch.Tensor | None) -> torch.Tensor:
+        features = self.encoder(obs)
+        if continuous is not None:
+            features = torch.cat([features, continuous], dim=1)
+        return self.head(self.body(features))
+
+
+@attrs.frozen
+class _TensorBatch:
+    """A ``ReplayBatch`` on the device; ``continuous`` holds the squashed actions."""
+
+    obs: list[torch.Tensor]
+    next_obs: list[torch.Tensor]
+    continuous: torch.Tensor | None
+    discrete: torch.Tensor | None
+    mask: torch.Tensor | None
+    next_mask: torch.Tensor | None
+    rewards: torch.Tensor
+    dones: torch.Tensor
+
+
+@attrs.frozen
+class _SoftValue:
+    """``V(s)`` under the current policy, and the log-probability terms it was built from."""
+
+    value: torch.Tensor
+    continuous_log_prob: torch.Tensor | None  # [n], of the sampled squashed action
+    discrete_neg_entropy: torch.Tensor | None  # [n, branches], sum_a pi log pi per branch
+    entropy: torch.Tensor
+
+
+class SACTrainer(RLTrainer):
+    """SAC for one behavior name (see module docstring)."""
+
+    squash = True
+    conditional_std = True
+    hyperparameters: SACSettings
+
+    def _make_learner(self, policy: TorchPolicy) -> None:
+        h = self.hyperparameters
+        if h.batch_size > h.buffer_size:
+            raise ConfigError(
+                f"behavior '{self.behavior_name}': hyperparameters.batch_size ({h.batch_size}) "
+                f"exceeds buffer_size ({h.buffer_size}), so SAC could never draw a minibatch; "
+                "raise buffer_size or lower batch_size"
+            )
+        spec = policy.behavior_spec
+        action_spec = spec.action_spec
+        self.continuous_size = action_spec.continuous_size
+        self.branches: list[int] = list(action_spec.discrete_branches)
+
+        def q_network() -> QNetwork:
+            return QNetwork(
+                list(spec.observation_specs), action_spec, self.settings.network_settings
+            ).to(self.device)
+
+        self.q1, self.q2 = q_network(), q_network()
+        self.q1_target, self.q2_target = copy.deepcopy(self.q1), copy.deepcopy(self.q2)
+        self._q_parameters: list[torch.Tensor] = [*self.q1.parameters(), *self.q2.parameters()]
+        self._target_parameters: list[torch.Tensor] = [
+            *self.q1_target.parameters(),
+            *self.q2_target.parameters(),
+        ]
+        for parameter in self._target_parameters:
+            parameter.requires_grad_(False)
+
+        start = math.log(h.init_entcoef)
+        self.log_ent_coef_continuous = torch.full(
+            (1 if self.continuous_size else 0,), start, device=self.device, requires_grad=True
+        )
+        self.log_ent_coef_discrete = torch.full(
+            (len(self.branches),), start, device=self.device, requires_grad=True
+        )
+        self.target_entropy_continuous = -float(self.continuous_size)
+        self.target_entropy_discrete = torch.tensor(
+            [DISCRETE_TARGET_ENTROPY_SCALE * math.log(size) for size in self.branches],
+            device=self.device,
+        )
+
+        lr = h.learning_rate
+        # foreach: one fused Adam step over the many small tensors instead of a Python loop
+        self.q_optimizer = torch.optim.Adam(self._q_parameters, lr=lr, foreach=True)
+        self.policy_optimizer = torch.optim.Adam(policy.actor.parameters(), lr=lr, foreach=True)
+        self.entropy_optimizer = torch.optim.Adam(
+            [self.log_ent_coef_continuous, self.log_ent_coef_discrete], lr=lr
+        )
+        self.buffer = ReplayBuffer(h.buffer_size)
+        self.updates = 0
+
+    # -- experience ------------------------------------------------------------------------
+    def _take(self, transitions: Transitions) -> None:
+        assert self.policy is not None
+        self.buffer.add(attrs.evolve(transitions, rewards=self.scaled_rewards(transitions)))
+        obs = to_tensors(transitions.obs, self.device)
+        # the target networks see the same statistics as the online ones: averaging the weights
+        # only makes sense if both read their inputs alike
+        for network in (self.policy.actor, self.q1, self.q2, self.q1_target, self.q2_target):
+            network.encoder.update_normalizer(obs)
+
+    def _updates_due(self) -> int:
+        """Gradient updates the trainer should have made by now (ML-Agents' ratio)."""
+        h = self.hyperparameters
+        collected = self._step - h.buffer_init_steps
+        if collected <= 0:
+            return 0
+        return math.floor(collected / h.steps_per_update + 1e-9)
+
+    def _ready(self) -> bool:
+        return (
+            len(self.buffer) >= self.hyperparameters.batch_size
+            and self.updates < self._updates_due()
+        )
+
+    # -- the update ------------------------------------------------------------------------
+    def _update(self) -> None:
+        h = self.hyperparameters
+        learning_rate = decayed(
+            h.learning_rate_schedule, h.learning_rate, 1e-10, self._step, self.settings.max_steps
+        )
+        for optimizer in (self.q_optimizer, self.policy_optimizer, self.entropy_optimizer):
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate
+        steps = self._updates_due() - self.updates
+        losses = torch.stack([self._gradient_step() for _ in range(steps)]).mean(dim=0)
+        self.updates += steps
+        policy_loss, q1_loss, q2_loss, entropy = losses.tolist()
+        coefficients = torch.cat([self.log_ent_coef_continuous, self.log_ent_coef_discrete]).exp()
+        stats = {
+            "Losses/Policy Loss": policy_loss,
+            "Losses/Value Loss": 0.5 * (q1_loss + q2_loss),
+            "Losses/Q1 Loss": q1_loss,
+            "Losses/Q2 Loss": q2_loss,
+            "Policy/Entropy Coeff": coefficients.mean().item(),
+            "Policy/Learning Rate": learning_rate,
+            "Policy/Entropy": entropy,
+        }
+        if self.continuous_size:
+            stats["Policy/Continuous Entropy Coeff"] = coefficients[0].item()
+        if self.branches:
+            stats["Policy/Discrete Entropy Coeff"] = (
+                coefficients[-len(self.branches) :].mean().item()
+            )
+        self.record_losses(stats)
+
+    def _tensors(self, batch: ReplayBatch) -> _TensorBatch:
+        device = self.device
+
+        def tensor(array: np.ndarray | None, dtype: torch.dtype | None = None) -> Any:
+            return None if array is None else torch.as_tensor(array, dtype=dtype, device=device)
+
+        continuous = tensor(batch.continuous_raw) if self.continuous_size else None
+        return _TensorBatch(
+            obs=to_tensors(batch.obs, device),
+            next_obs=to_tensors(batch.next_obs, device),
+            continuous=None if continuous is None else torch.tanh(continuous),
+            discrete=tensor(batch.discrete, torch.long) if self.branches else None,
+            mask=tensor(batch.action_mask),
+            next_mask=tensor(batch.next_action_mask),
+            rewards=tensor(batch.rewards),
+            dones=tensor(batch.dones, torch.float32),
+        )
+
+    def _soft_value(
+        self, dist: ActionDistribution, obs: list[torch.Tensor], q_a: QNetwork, q_b: QNetwork
+    ) -> _SoftValue:
+        """``E_pi[min(Q_a, Q_b) - alpha log pi]`` at ``obs``, one sample for continuous actions."""
+        alpha_continuous = self.log_ent_coef_continuous.detach().exp()
+        alpha_discrete = self.log_ent_coef_discrete.detach().exp()
+        continuous = log_prob = None
+        if dist.mean is not None:
+            assert dist.log_std is not None
+            raw = dist.mean + torch.randn_like(dist.mean) * dist.log_std.exp()
+            log_prob = dist.log_prob(raw, None)
+            continuous = torch.tanh(raw)
+        q = torch.min(q_a(obs, continuous), q_b(obs, continuous))
+        neg_entropy = None
+        if self.branches:
+            expected_q, terms = [], []
+            for branch_q, log_probs in zip(
+                torch.split(q, self.branches, dim=1), dist.log_probs_by_branch, strict=True
+            ):
+                probs = log_probs.exp()
+                expected_q.append((probs * branch_q).sum(dim=1))
+                terms.append((probs * log_probs).sum(dim=1))
+            neg_entropy = torch.stack(terms, dim=1)
+            entropy_bonus = (alpha_discrete * neg_entropy).sum(dim=1)
+            value = torch.stack(expected_q, dim=1).mean(dim=1) - entropy_bonus
+        else:
+            value = q.squeeze(1)
+        if log_prob is not None:
+            value = value - alpha_continuous * log_prob
+        return _SoftValue(
+            value=value,
+            continuous_log_prob=log_prob,
+            discrete_neg_entropy=neg_entropy,
+            entropy=dist.entropy(),
+        )
+
+    def _taken_q(self, q: torch.Tensor, discrete: torch.Tensor | None) -> torch.Tensor:
+        """The Q-value of the stored joint action (mean over branches of the chosen outputs)."""
+        if discrete is None:
+            return q.squeeze(1)
+        chosen = [
+            branch_q.gather(1, discrete[:, i : i + 1]).squeeze(1)
+            for i, branch_q in enumerate(torch.split(q, self.branches, dim=1))
+        ]
+        return torch.stack(chosen, dim=1).mean(dim=1)
+
+    def _gradient_step(self) -> torch.Tensor:
+        """One minibatch, one step of each optimizer; returns (policy, Q1, Q2 loss, entropy)."""
+        assert self.policy is not None
+        actor = self.policy.actor
+        b = self._tensors(self.buffer.sample(self.hyperparameters.batch_size, self.rng))
+
+        with torch.no_grad():
+            next_dist = actor(b.next_obs, b.next_mask)
+            next_value = self._soft_value(
+                next_dist, b.next_obs, self.q1_target, self.q2_target
+            ).value
+            target = b.rewards + self.settings.gamma * (1.0 - b.dones) * next_value
+        q1 = self._taken_q(self.q1(b.obs, b.continuous), b.discrete)
+        q2 = self._taken_q(self.q2(b.obs, b.continuous), b.discrete)
+        q1_loss = 0.5 * ((q1 - target) ** 2).mean()
+        q2_loss = 0.5 * ((q2 - target) ** 2).mean()
+        self.q_optimizer.zero_grad(set_to_none=True)
+        (q1_loss + q2_loss).backward()
+        self.q_optimizer.step()
+
+        # the policy loss differentiates through the Q networks without training them
+        for parameter in self._q_parameters:
+            parameter.requires_grad_(False)
+        soft = self._soft_value(actor(b.obs, b.mask), b.obs, self.q1, self.q2)
+        policy_loss = -soft.value.mean()
+        self.policy_optimizer.zero_grad(set_to_none=True)
+        policy_loss.backward()
+        self.policy_optimizer.step()
+        for parameter in self._q_parameters:
+            parameter.requires_grad_(True)
+
+        entropy_loss = torch.zeros((), device=self.device)
+        if soft.continuous_log_prob is not None:
+            gap = soft.continuous_log_prob.detach() + self.target_entropy_continuous
+            entropy_loss = entropy_loss - (self.log_ent_coef_continuous * gap).mean()
+        if soft.discrete_neg_entropy is not None:
+            gap = soft.discrete_neg_entropy.detach() + self.target_entropy_discrete
+            entropy_loss = entropy_loss - (self.log_ent_coef_discrete * gap).sum(dim=1).mean()
+        self.entropy_optimizer.zero_grad(set_to_none=True)
+        entropy_loss.backward()
+        self.entropy_optimizer.step()
+
+        with torch.no_grad():
+            torch._foreach_lerp_(
+                self._target_parameters, self._q_parameters, self.hyperparameters.tau
+            )
+        return torch.stack(
+            [policy_loss.detach(), q1_loss.detach(), q2_loss.detach(), soft.entropy.detach().mean()]
+        )
+
+    # -- persistence -----------------------------------------------------------------------
+    def _learner_state(self) -> dict[str, Any]:
+        state: dict[str, Any] = {
+            "q1": self.q1.state_dict(),
+            "q2": self.q2.state_dict(),
+            "q1_target": self.q1_target.state_dict(),
+            "q2_target": self.q2_target.state_dict(),
+            "q_optimizer": self.q_optimizer.state_dict(),
+            "policy_optimizer": self.policy_optimizer.state_dict(),
+            "entropy_optimizer": self.entropy_optimizer.state_dict(),
+            "log_ent_coef_continuous": self.log_ent_coef_continuous.detach().clone(),
+            "log_ent_coef_discrete": self.log_ent_coef_discrete.detach().clone(),
+            "updates": self.updates,
+        }
+        if self.hyperparameters.save_replay_buffer:
+            state["buffer"] = self.buffer.state_dict()
+        return state
+
+    def _load_learner_state(self, state: dict[str, Any]) -> None:
+        for name in ("q1", "q2", "q1_target", "q2_target"):
+            getattr(self, name).load_state_dict(state[name])
+        self.q_optimizer.load_state_dict(state["q_optimizer"])
+        self.policy_optimizer.load_state_dict(state["policy_optimizer"])
+        self.entropy_optimizer.load_state_dict(state["entropy_optimizer"])
+        with torch.no_grad():
+            self.log_ent_coef_continuous.copy_(state["log_ent_coef_continuous"])
+            self.log_ent_coef_discrete.copy_(state["log_ent_coef_discrete"])
+        self.updates = int(state["updates"])
+        if "buffer" in state:
+            self.buffer.load_state_dict(state["buffer"])
+        else:
+            self.buffer = ReplayBuffer(self.hyperparameters.buffer_size)
