@@ -102,9 +102,10 @@ def _global_groups(group_id: np.ndarray, offset: int) -> np.ndarray:
 class _EnvRunner:
     """Keeps the behavior-name table of one environment and carries out the parent's commands."""
 
-    def __init__(self, env: BaseEnv, worker_id: int) -> None:
+    def __init__(self, env: BaseEnv, worker_id: int, id_block: int) -> None:
         self.env = env
         self.worker_id = worker_id
+        self.id_block = id_block
         self.names: dict[BehaviorId, str] = {}
 
     def new_specs(self) -> dict[BehaviorId, BehaviorSpec] | None:
@@ -134,13 +135,16 @@ class _EnvRunner:
     def _collect(self) -> Answer:
         specs = self.new_specs()
         steps = collect_steps(self.env, self.names, self.worker_id)
-        return specs, {bid: globalize(s, self.worker_id) for bid, s in steps.items()}
+        return specs, {bid: globalize(s, self.id_block) for bid, s in steps.items()}
 
 
 def run_worker(
-    conn: Connection, factory: Callable[..., BaseEnv], worker_id: int, seed: int
+    conn: Connection, factory: Callable[..., BaseEnv], worker_id: int, seed: int, id_block: int
 ) -> None:
     """Entry point of a worker process: build the environment, then serve commands until CLOSE.
+
+    ``id_block`` picks the worker's agent-id range; a restarted worker gets a new block so that
+    its fresh agents never continue the trajectories of the agents that died with the old one.
 
     SIGINT is ignored so that Ctrl-C reaches only the parent, which then closes the workers.
     """
@@ -148,7 +152,7 @@ def run_worker(
     env: BaseEnv | None = None
     try:
         env = factory(worker_id=worker_id, seed=seed)
-        runner = _EnvRunner(env, worker_id)
+        runner = _EnvRunner(env, worker_id, id_block)
         send(conn, (READY, runner.new_specs() or {}))
         while True:
             try:
@@ -200,13 +204,19 @@ class WorkerHandle:
 
     @classmethod
     def launch(
-        cls, *, context: Any, factory: Callable[..., BaseEnv], worker_id: int, seed: int
+        cls,
+        *,
+        context: Any,
+        factory: Callable[..., BaseEnv],
+        worker_id: int,
+        seed: int,
+        id_block: int,
     ) -> WorkerHandle:
         """Start a worker process running ``run_worker`` (it answers READY once its env exists)."""
         parent_conn, child_conn = context.Pipe(duplex=True)
         process = context.Process(
             target=run_worker,
-            args=(child_conn, factory, worker_id, seed),
+            args=(child_conn, factory, worker_id, seed, id_block),
             name=f"ghost-env-worker-{worker_id}",
             daemon=True,
         )

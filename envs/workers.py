@@ -3,8 +3,8 @@
 Every ``reset``/``step`` sends one command to every worker, then receives every answer, so the
 environments run in parallel and stay in lock-step. Answers are merged into one ``BehaviorSteps``
 per behavior id, in worker order. Worker ``w`` owns the id range
-``[w * AGENT_ID_STRIDE, (w + 1) * AGENT_ID_STRIDE)``: its agent ids and nonzero group ids are moved
-there (in the worker, see ``envs.worker_process``), and its arena keys carry ``w * ARENA_STRIDE``.
+``[b * AGENT_ID_STRIDE, (b + 1) * AGENT_ID_STRIDE)`` with ``b = w + restarts * num_envs`` (a
+restarted worker's agents are new agents): its agent ids and nonzero group ids are moved there (in the worker, see ``envs.worker_process``), and its arena keys carry ``w * ARENA_STRIDE``.
 
 A worker whose environment raises, or whose process dies, is logged with its traceback, replaced by
 a fresh process (same worker id, new seed) and reset. Its agents are missing from the output of the
@@ -175,7 +175,11 @@ class SubprocessStepper(EnvStepper):
 
     def _launch(self, worker_id: int, seed: int) -> WorkerHandle:
         handle = WorkerHandle.launch(
-            context=self._context, factory=self._factory, worker_id=worker_id, seed=seed
+            context=self._context,
+            factory=self._factory,
+            worker_id=worker_id,
+            seed=seed,
+            id_block=worker_id + self._restarts[worker_id] * self._num_envs,
         )
         self._workers[worker_id] = handle
         return handle

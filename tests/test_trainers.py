@@ -118,6 +118,39 @@ def test_agent_in_terminal_and_decision_in_one_step():
     assert len(out) == 1 and not out.dones[0] and out.discrete[0, 0] == 2
 
 
+def test_next_action_mask_is_the_next_decisions_mask():
+    env = TargetEnv(num_agents=4, seed=0)
+    stepper = InProcessStepper(env)
+    assembler = TransitionAssembler(behavior_spec=TargetEnv.spec, time_horizon=100)
+    steps = stepper.reset()[BehaviorId("Target")]
+    assembler.add(_batch(TargetEnv.spec, steps.decision, actions=np.zeros((4, 1))))
+    env.set_actions("Target", ActionTuple(discrete=np.zeros((4, 1), np.int32)))
+    env.step()
+    decision, terminal = env.get_steps("Target")
+    out, _ = assembler.add(_batch(TargetEnv.spec, decision, terminal, actions=np.zeros((4, 1))))
+    np.testing.assert_array_equal(out.next_action_mask, decision.action_mask[0])
+    np.testing.assert_array_equal(out.action_mask, steps.decision.action_mask[0])
+
+
+def test_slots_stay_apart_across_behavior_ids_and_resets():
+    # two teams' assemblers of one trainer share a slot table: the same agent id is two slots
+    table: dict = {}
+    spec = TargetEnv.spec
+    team0 = TransitionAssembler(behavior_spec=spec, time_horizon=100, slot_table=table, table_key=0)
+    team1 = TransitionAssembler(behavior_spec=spec, time_horizon=100, slot_table=table, table_key=1)
+    buffer = RolloutBuffer()
+    for assembler in (team0, team1, team0):
+        for _ in range(2):
+            out, _ = assembler.add(_batch(spec, _decision([[1, 0, 0]], [1.0], [5])))
+            if out is not None:
+                buffer.add(out)
+        assembler.reset()
+        buffer.cut_links()
+    data, next_index, _ = buffer.contents()
+    assert sorted(set(data.slots.tolist())) == [0, 1]
+    np.testing.assert_array_equal(next_index, [-1, -1, -1])  # nothing links across resets
+
+
 def test_time_horizon_cuts_trajectories_and_buffer_links():
     spec = TargetEnv.spec
     assembler = TransitionAssembler(behavior_spec=spec, time_horizon=2)

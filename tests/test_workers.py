@@ -63,8 +63,9 @@ def identity_actions(result) -> dict[BehaviorId, ActionTuple]:
     return actions
 
 
-def worker_of(ids: np.ndarray) -> np.ndarray:
-    return ids // AGENT_ID_STRIDE
+def worker_of(ids: np.ndarray, num_envs: int = 2) -> np.ndarray:
+    """The worker an agent id comes from (a restart moves a worker to a new id block)."""
+    return (ids // AGENT_ID_STRIDE) % num_envs
 
 
 class Reference:
@@ -171,13 +172,13 @@ def test_agent_ids_are_unique_and_name_their_worker(make_stepper):
             for part in (steps.decision, steps.terminal):
                 ids = part.agent_id
                 assert len(np.unique(ids)) == len(ids)
-                np.testing.assert_array_equal(worker_of(ids), part.obs[0][:, worker_envs.WORKER])
+                np.testing.assert_array_equal(worker_of(ids, 3), part.obs[0][:, worker_envs.WORKER])
                 np.testing.assert_array_equal(
                     ids % AGENT_ID_STRIDE, part.obs[0][:, worker_envs.LOCAL_ID]
                 )
                 grouped = part.group_id != 0
                 np.testing.assert_array_equal(
-                    worker_of(part.group_id[grouped]), worker_of(ids[grouped])
+                    worker_of(part.group_id[grouped], 3), worker_of(ids[grouped], 3)
                 )
         assert np.any(result[TEAM0].decision.group_id != 0)
         assert np.all(result[TEAM1].decision.group_id == 0)
@@ -195,13 +196,13 @@ def test_actions_reach_the_worker_and_agent_they_were_computed_for(make_stepper)
             acted = obs[:, worker_envs.ECHO_WORKER] >= 0
             echoed += int(acted.sum())
             np.testing.assert_array_equal(
-                obs[acted, worker_envs.ECHO_WORKER], worker_of(ids[acted])
+                obs[acted, worker_envs.ECHO_WORKER], worker_of(ids[acted], 3)
             )
             local = ids[acted] % AGENT_ID_STRIDE
             np.testing.assert_array_equal(obs[acted, worker_envs.ECHO_ID], local)
             np.testing.assert_array_equal(obs[acted, worker_envs.ECHO_DISCRETE], local % 3)
     assert echoed > 50
-    assert set(worker_of(result[SOLO].decision.agent_id)) <= {2}
+    assert set(worker_of(result[SOLO].decision.agent_id, 3)) <= {2}
 
 
 def test_arena_keys_combine_worker_and_local_arena(make_stepper):
@@ -332,6 +333,8 @@ def test_a_killed_worker_is_detected_and_restarted(make_stepper, caplog):
     assert set(worker_of(result[TEAM0].decision.agent_id)) == {0}
     result = stepper.step(identity_actions(result))
     assert set(worker_of(result[TEAM0].decision.agent_id)) == {0, 1}
+    # the restarted worker's agents are new agents: block 1 + 1 restart * 2 workers
+    assert set((result[TEAM0].decision.agent_id // AGENT_ID_STRIDE).tolist()) == {0, 3}
     assert not _alive(victim)
 
 

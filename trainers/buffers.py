@@ -46,15 +46,19 @@ class RolloutBuffer:
             start += len(chunk)
         return data, next_index, bounds
 
+    def cut_links(self) -> None:
+        """No transition added from now on continues one already stored (environments reset)."""
+        self._last_row_of_slot[:] = -1
+
     def clear(self) -> None:
         self._chunks.clear()
         self._links.clear()
         self._size = 0
-        self._last_row_of_slot[:] = -1
+        self.cut_links()
 
     def state_dict(self) -> dict[str, object]:
-        return {"chunks": self._chunks, "links": self._links, "size": self._size,
-                "last_row_of_slot": self._last_row_of_slot}
+        return {"chunks": list(self._chunks), "links": list(self._links), "size": self._size,
+                "last_row_of_slot": self._last_row_of_slot.copy()}
 
     def load_state_dict(self, state: dict) -> None:
         self._chunks = list(state["chunks"])
@@ -81,17 +85,7 @@ class ReplayBatch:
 
 
 class ReplayBuffer:
-    """A ring of the last ``capacity`` transitions for off-policy sampling.
-
-    Transitions carry the action mask of the state an action was chosen in, not the one of their
-    next observation, which an off-policy target needs to evaluate the policy there. The buffer
-    links each row to the same agent's (same ``slots`` entry) next row: when that arrives, its mask
-    becomes the earlier row's ``next_action_mask``. Rows whose successor has not arrived yet, was
-    overwritten, or never comes (the episode ended) keep an all-False mask: every action available.
-    After an interrupted episode the link reaches the next episode's first mask (a small error, on
-    rare rows); agents of different behavior ids share slot numbers, so feed one buffer from one
-    ``TransitionAssembler`` at a time.
-    """
+    """A ring of the last ``capacity`` transitions for off-policy sampling."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
@@ -100,9 +94,6 @@ class ReplayBuffer:
         self._next_obs: list[np.ndarray] = []
         self._cursor = 0
         self._size = 0
-        self._added = 0
-        # absolute index (counting every row ever added) of each slot's latest linkable row
-        self._last_of_slot = np.full(64, -1, dtype=np.int64)
 
     def __len__(self) -> int:
         return self._size
@@ -121,7 +112,7 @@ class ReplayBuffer:
         }
         if t.action_mask is not None:
             self._arrays["action_mask"] = ring(t.action_mask)
-            self._arrays["next_action_mask"] = ring(t.action_mask)
+            self._arrays["next_action_mask"] = ring(t.next_action_mask)
 
     def add(self, t: Transitions) -> None:
         """Append transitions, overwriting the oldest rows once ``capacity`` is reached."""
@@ -135,31 +126,9 @@ class ReplayBuffer:
         for ring, new in zip(self._next_obs, t.next_obs, strict=True):
             ring[rows] = new[-n:]
         for name, ring in self._arrays.items():
-            if name != "next_action_mask":
-                ring[rows] = getattr(t, name)[-n:]
-        if t.action_mask is not None:
-            self._link_masks(t.slots[-n:], t.action_mask[-n:], t.dones[-n:], rows)
+            ring[rows] = getattr(t, name)[-n:]
         self._cursor = int((self._cursor + n) % self.capacity)
         self._size = min(self._size + n, self.capacity)
-        self._added += n
-
-    def _link_masks(
-        self, slots: np.ndarray, masks: np.ndarray, dones: np.ndarray, rows: np.ndarray
-    ) -> None:
-        assert self._arrays is not None
-        if slots.max(initial=-1) >= len(self._last_of_slot):
-            grown = np.full(2 * int(slots.max()) + 1, -1, dtype=np.int64)
-            grown[: len(self._last_of_slot)] = self._last_of_slot
-            self._last_of_slot = grown
-        next_masks = self._arrays["next_action_mask"]
-        next_masks[rows] = False
-        previous = self._last_of_slot[slots]
-        # still in the ring: not overwritten by the rows being added now nor earlier
-        alive = (previous >= 0) & (previous >= self._added + len(rows) - self.capacity)
-        next_masks[previous[alive] % self.capacity] = masks[alive]
-        absolute = self._added + np.arange(len(rows))
-        # an episode's last observation has no mask of its own
-        self._last_of_slot[slots] = np.where(dones, -1, absolute)
 
     def sample(self, batch_size: int, rng: np.random.Generator) -> ReplayBatch:
         """``batch_size`` rows drawn uniformly with replacement."""
@@ -181,8 +150,7 @@ class ReplayBuffer:
 
     def state_dict(self) -> dict[str, object]:
         return {"arrays": self._arrays, "obs": self._obs, "next_obs": self._next_obs,
-                "cursor": self._cursor, "size": self._size, "added": self._added,
-                "last_of_slot": self._last_of_slot}
+                "cursor": self._cursor, "size": self._size}
 
     def load_state_dict(self, state: dict) -> None:
         # copies, so that the state (and other trainers loading it) never aliases live rings
@@ -192,5 +160,3 @@ class ReplayBuffer:
         self._next_obs = [o.copy() for o in state["next_obs"]]
         self._cursor = int(state["cursor"])
         self._size = int(state["size"])
-        self._added = int(state["added"])
-        self._last_of_slot = np.array(state["last_of_slot"], dtype=np.int64)

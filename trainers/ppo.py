@@ -40,6 +40,9 @@ class PPOTrainer(RLTrainer):
     def _take(self, transitions: Transitions) -> None:
         self.buffer.add(transitions)
 
+    def _on_environment_reset(self) -> None:
+        self.buffer.cut_links()
+
     def _ready(self) -> bool:
         return len(self.buffer) >= self.hyperparameters.buffer_size
 

@@ -41,6 +41,8 @@ class RLTrainer(Trainer):
         self.hyperparameters = self.settings.hyperparameters
         self.policy: TorchPolicy | None = None
         self.assemblers: dict[BehaviorId, TransitionAssembler] = {}
+        # one slot numbering for all assemblers: slots key trajectories in the buffers
+        self._slot_table: dict[tuple[int, int], int] = {}
         self._step = 0
         self.stats = StatsReporter(
             behavior_name=self.behavior_name,
@@ -63,7 +65,10 @@ class RLTrainer(Trainer):
     def add_policy(self, behavior_id: BehaviorId, policy: Policy) -> None:
         assert isinstance(policy, TorchPolicy), "PPO and SAC train TorchPolicy networks"
         self.assemblers[behavior_id] = TransitionAssembler(
-            behavior_spec=policy.behavior_spec, time_horizon=self.settings.time_horizon
+            behavior_spec=policy.behavior_spec,
+            time_horizon=self.settings.time_horizon,
+            slot_table=self._slot_table,
+            table_key=len(self.assemblers),
         )
         if self.policy is None:
             self.policy = policy
@@ -102,6 +107,10 @@ class RLTrainer(Trainer):
     def end_episode(self) -> None:
         for assembler in self.assemblers.values():
             assembler.reset()
+        self._on_environment_reset()
+
+    def _on_environment_reset(self) -> None:
+        """Stored experience must not link to what comes after the reset."""
 
     def scaled_rewards(self, transitions: Transitions) -> np.ndarray:
         return transitions.rewards * self.settings.reward_strength
@@ -144,6 +153,7 @@ class RLTrainer(Trainer):
             "step": self._step,
             "learner": self._learner_state(),
             "assemblers": {str(b): a.state_dict() for b, a in self.assemblers.items()},
+            "slot_table": dict(self._slot_table),
             "rng": {"numpy": self.rng.bit_generator.state, "torch": torch.get_rng_state()},
         }
 
@@ -152,6 +162,8 @@ class RLTrainer(Trainer):
         self.policy.load_weights(state["policy"]["weights"])
         self._step = int(state["step"])
         self._load_learner_state(state["learner"])
+        self._slot_table.clear()
+        self._slot_table.update(state["slot_table"])
         for behavior_id, assembler in self.assemblers.items():
             if str(behavior_id) in state["assemblers"]:
                 assembler.load_state_dict(state["assemblers"][str(behavior_id)])

@@ -13,6 +13,8 @@ transition is then bootstrapped from its next observation's value, as ML-Agents 
 
 from __future__ import annotations
 
+import copy
+
 import attrs
 import numpy as np
 from mlagents_envs.base_env import BehaviorSpec
@@ -29,6 +31,8 @@ class Transitions:
     continuous_raw: np.ndarray
     discrete: np.ndarray
     action_mask: np.ndarray | None
+    #: mask of the next observation (all False at an episode's end: nothing is chosen there)
+    next_action_mask: np.ndarray | None
     log_probs: np.ndarray
     rewards: np.ndarray
     dones: np.ndarray
@@ -65,12 +69,22 @@ class FinishedEpisodes:
 class TransitionAssembler:
     """Keeps each agent's pending action and emits transitions once their outcome is known."""
 
-    def __init__(self, *, behavior_spec: BehaviorSpec, time_horizon: int) -> None:
+    def __init__(
+        self,
+        *,
+        behavior_spec: BehaviorSpec,
+        time_horizon: int,
+        slot_table: dict[tuple[int, int], int] | None = None,
+        table_key: int = 0,
+    ) -> None:
+        """``slot_table`` may be shared by the assemblers of one trainer (each with its own
+        ``table_key``) so that slot numbers, which key trajectories downstream, never collide."""
         self.time_horizon = time_horizon
+        self._table_key = table_key
         self._obs_shapes = [tuple(o.shape) for o in behavior_spec.observation_specs]
         self._continuous = behavior_spec.action_spec.continuous_size
         self._branches = tuple(behavior_spec.action_spec.discrete_branches)
-        self._slot_of: dict[int, int] = {}
+        self._slot_of: dict[tuple[int, int], int] = slot_table if slot_table is not None else {}
         self._capacity = 0
         self._grow(64)
         self._id_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -104,13 +118,15 @@ class TransitionAssembler:
         cached = self._id_cache.get(kind)
         if cached is not None and np.array_equal(cached[0], agent_ids):
             return cached[1]
-        slot_of = self._slot_of
+        slot_of, key = self._slot_of, self._table_key
         for agent_id in agent_ids.tolist():
-            if agent_id not in slot_of:
-                slot_of[agent_id] = len(slot_of)
+            if (key, agent_id) not in slot_of:
+                slot_of[(key, agent_id)] = len(slot_of)
         if len(slot_of) > self._capacity:
             self._grow(max(2 * self._capacity, len(slot_of)))
-        slots = np.fromiter((slot_of[a] for a in agent_ids.tolist()), np.int64, len(agent_ids))
+        slots = np.fromiter(
+            (slot_of[(key, a)] for a in agent_ids.tolist()), np.int64, len(agent_ids)
+        )
         self._id_cache[kind] = (agent_ids.copy(), slots)
         return slots
 
@@ -127,6 +143,7 @@ class TransitionAssembler:
         *,
         rewards: np.ndarray,
         next_obs: list[np.ndarray],
+        next_mask: np.ndarray | None,
         dones: np.ndarray,
         continues: np.ndarray,
     ) -> Transitions:
@@ -136,6 +153,11 @@ class TransitionAssembler:
             continuous_raw=self._pending_raw[slots],
             discrete=self._pending_discrete[slots],
             action_mask=self._pending_mask[slots] if self._branches else None,
+            next_action_mask=(
+                None if not self._branches
+                else np.zeros((len(slots), sum(self._branches)), bool) if next_mask is None
+                else next_mask
+            ),
             log_probs=self._pending_log_probs[slots],
             rewards=rewards.astype(np.float32),
             dones=dones,
@@ -159,6 +181,7 @@ class TransitionAssembler:
                         done_slots,
                         rewards=rewards[known],
                         next_obs=[o[known] for o in terminal.obs],
+                        next_mask=None,
                         dones=~terminal.interrupted[known],
                         continues=np.zeros(len(done_slots), bool),
                     )
@@ -175,6 +198,10 @@ class TransitionAssembler:
         if len(decision):
             slots = self._slots("decision", decision.agent_id)
             rewards = decision.reward + decision.group_reward
+            masks = decision.action_mask
+            flat_mask = None
+            if self._branches and masks is not None:
+                flat_mask = masks[0] if len(masks) == 1 else np.concatenate(masks, axis=1)
             known = self._pending[slots]
             if known.any():
                 ongoing = slots[known]
@@ -186,6 +213,7 @@ class TransitionAssembler:
                         ongoing,
                         rewards=rewards[known],
                         next_obs=[o[known] for o in decision.obs],
+                        next_mask=None if flat_mask is None else flat_mask[known],
                         dones=np.zeros(len(ongoing), bool),
                         continues=~cut,
                     )
@@ -198,17 +226,19 @@ class TransitionAssembler:
             self._pending_raw[slots] = output.continuous_raw
             if self._branches:
                 self._pending_discrete[slots] = output.actions.discrete
-                masks = decision.action_mask
-                self._pending_mask[slots] = (
-                    np.concatenate(masks, axis=1) if masks is not None else False
-                )
+                self._pending_mask[slots] = flat_mask if flat_mask is not None else False
             self._pending_log_probs[slots] = output.log_probs
             self._pending[slots] = True
         return (Transitions.concatenate(parts) if parts else None), episodes
 
     def state_dict(self) -> dict[str, object]:
-        return {key: getattr(self, key) for key in vars(self) if key.startswith("_")}
+        """Pending actions and running episodes (copies; the shared slot table is the trainer's)."""
+        return {
+            key: copy.deepcopy(value)
+            for key, value in vars(self).items()
+            if key.startswith("_") and key != "_slot_of"
+        }
 
     def load_state_dict(self, state: dict[str, object]) -> None:
         for key, value in state.items():
-            setattr(self, key, value)
+            setattr(self, key, copy.deepcopy(value))

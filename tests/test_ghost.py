@@ -1,0 +1,482 @@
+"""GhostTrainer and GhostController without an environment: routing, snapshots, swaps, rotation.
+
+A ``RecordingTrainer`` stands in for the wrapped trainer (its step counts the agent steps it was
+given), so every assertion is about what the ghost layer hands over and when.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import pytest
+import torch
+
+from ghost.behavior_id import BehaviorId
+from ghost.controller import GhostController
+from ghost.opponents import LATEST, OpponentPolicy
+from ghost.snapshots import SnapshotWindow
+from tests.team_envs import GhostRig
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def weights_equal(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def nudge(policy, amount: float = 0.5) -> None:
+    """Change a policy's weights in place, as an update would."""
+    with torch.no_grad():
+        for parameter in policy.actor.parameters():
+            parameter.add_(amount)
+
+
+# -- 1. routing -------------------------------------------------------------------------------------
+
+
+def test_only_the_learning_team_reaches_the_wrapped_trainer(tmp_path):
+    rig = GhostRig(artifact_dir=tmp_path, team_change=10**6, swap_steps=10**6)
+    assert rig.controller.learning_team == 0
+    learning, ghosted = [], []
+    for i in range(5):
+        learning.append(rig.put(0, decisions=3, first_id=0))
+        ghosted.append(
+            rig.put(1, decisions=2, first_id=10, terminal_ids=[10 + i % 2], rewards=[1.0])
+        )
+        rig.ghost.advance()
+    assert [b.behavior_id for b in rig.inner.received] == [BehaviorId("Arena", 0)] * 5
+    assert all(got is sent for got, sent in zip(rig.inner.received, learning, strict=True))
+    assert rig.ghost.ghost_step == sum(b.agent_steps for b in ghosted) == 15
+    assert rig.ghost.step == rig.inner.step == 15
+
+
+def test_after_a_team_change_the_other_team_is_routed_to_the_trainer(tmp_path):
+    rig = GhostRig(artifact_dir=tmp_path, team_change=6, swap_steps=10**6)
+    routed_ok, ghost_expected = [], 0
+    for _ in range(12):
+        collected_under = rig.controller.learning_team
+        sent = {team: rig.put(team, decisions=3 if team == 0 else 2, first_id=10 * team)
+                for team in (0, 1)}  # fmt: skip
+        ghost_expected += sum(b.agent_steps for t, b in sent.items() if t != collected_under)
+        before = len(rig.inner.received)
+        rig.ghost.advance()
+        rig.controller.should_reset()
+        new = rig.inner.received[before:]
+        routed_ok.append(new == [sent[collected_under]])
+    assert rig.controller.team_changes >= 2  # both teams learned
+    assert all(routed_ok)
+    assert rig.ghost.ghost_step == ghost_expected
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="asymmetric games: a ghost trainer advanced after the one that changed the learning "
+    "team routes the batch collected while its team was ghosted to its wrapped trainer and "
+    "rates it (GhostTrainer.advance reads controller.learning_team at drain time)",
+)
+def test_asymmetric_batches_collected_while_ghosted_never_reach_the_trainer(tmp_path):
+    controller = GhostController()
+    striker = GhostRig(artifact_dir=tmp_path, name="Striker", teams=(0,), controller=controller,
+                       team_change=10, swap_steps=10**6)  # fmt: skip
+    goalie = GhostRig(artifact_dir=tmp_path, name="Goalie", teams=(1,), controller=controller,
+                      team_change=10, swap_steps=10**6)  # fmt: skip
+    leaked = []
+    for _ in range(40):
+        collected_under = controller.learning_team
+        striker.put(0, decisions=2)
+        goalie.put(1, decisions=1, first_id=10)
+        seen = len(striker.inner.received), len(goalie.inner.received)
+        striker.ghost.advance()
+        goalie.ghost.advance()
+        controller.should_reset()
+        new = striker.inner.received[seen[0]:] + goalie.inner.received[seen[1]:]
+        leaked += [b.behavior_id for b in new if b.behavior_id.team != collected_under]
+    assert controller.team_changes >= 3
+    assert leaked == []
+
+
+# -- 2. snapshots -----------------------------------------------------------------------------------
+
+
+def test_snapshot_window_evicts_oldest_first():
+    window = SnapshotWindow(3)
+    for step in range(5):
+        window.add(weights={}, rating=1200.0 + step, step=10 * step)
+    assert [s.snapshot_id for s in window] == [2, 3, 4]
+    assert [s.step for s in window] == [20, 30, 40]
+    assert window.by_id(1) is None and window.by_id(3).rating == 1203.0
+    assert window.next_id == 5
+
+
+def test_first_snapshot_is_the_initial_policy_and_a_frozen_copy(tmp_path):
+    rig = GhostRig(artifact_dir=tmp_path)
+    learner = rig.ghost.learner
+    initial = learner.get_weights()
+    assert len(rig.ghost.window) == 1
+    first = rig.ghost.window[0]
+    assert (first.snapshot_id, first.step, first.rating) == (0, 0, 1200.0)
+    assert weights_equal(first.weights, initial)
+    nudge(learner)  # the learner trains on; the snapshot must not move with it
+    assert not weights_equal(learner.get_weights(), initial)
+    assert weights_equal(rig.ghost.window[0].weights, initial)
+
+
+def test_snapshots_every_save_steps_into_the_window_with_the_current_rating(tmp_path):
+    rig = GhostRig(artifact_dir=tmp_path, save_steps=4, window=3, team_change=10**6)
+    for i in range(8):
+        if i == 5:
+            rig.ghost.rating = 1337.5
+        rig.put(0, decisions=2)
+        rig.ghost.advance()
+    # snapshots at trainer steps 0 (initial), 4, 8, 12, 16; the window keeps the last three
+    assert [s.snapshot_id for s in rig.ghost.window] == [2, 3, 4]
+    assert [s.step for s in rig.ghost.window] == [8, 12, 16]
+    assert [s.rating for s in rig.ghost.window] == [1200.0, 1337.5, 1337.5]
+
+
+# -- 2. swaps -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ratio", [0.3, 0.7])
+def test_latest_share_and_uniform_window_draws(tmp_path, ratio):
+    window = 5
+    rig = GhostRig(artifact_dir=tmp_path, seed=3, save_steps=1, window=window, swap_steps=1,
+                   team_change=10**6, opponents_per_swap=4,
+                   play_against_latest_model_ratio=ratio)  # fmt: skip
+    for _ in range(window + 2):  # snapshots 0 (initial) to 7: the window keeps 3..7
+        rig.put(0, decisions=1)
+        rig.ghost.advance()
+    ids = [s.snapshot_id for s in rig.ghost.window]
+    assert ids == [3, 4, 5, 6, 7]
+    swaps = 1000
+    draws = []
+    for _ in range(swaps):
+        rig.put(1, decisions=1)  # one ghost step: a swap every advance
+        before = rig.ghost.swaps
+        rig.ghost.advance()
+        assert rig.ghost.swaps == before + 1
+        draws += rig.opponents(1)
+    n = len(draws)
+    assert n == 4 * swaps
+    latest = sum(o.is_latest for o in draws)
+    # binomial: within 4 standard deviations of the configured ratio
+    assert abs(latest / n - ratio) <= 4 * math.sqrt(ratio * (1 - ratio) / n)
+    counts = Counter(o.snapshot.snapshot_id for o in draws if not o.is_latest)
+    assert set(counts) == set(ids)  # only window members, every one of them
+    expected = (n - latest) / window
+    chi2 = sum((counts[i] - expected) ** 2 / expected for i in ids)
+    assert chi2 < 24.5  # the chi-square(4 dof) quantile at p = 6.3e-5 (a 4-sigma event)
+
+
+def test_ratio_one_always_plays_the_frozen_current_learner(tmp_path):
+    rig = GhostRig(artifact_dir=tmp_path, swap_steps=1, opponents_per_swap=1,
+                   play_against_latest_model_ratio=1.0)  # fmt: skip
+    learner = rig.ghost.learner
+    nudge(learner)
+    rig.put(1, decisions=1)
+    rig.ghost.advance()
+    (opponent,) = rig.opponents(1)
+    assert opponent.is_latest and opponent.snapshot.snapshot_id == LATEST
+    current = learner.get_weights()
+    assert weights_equal(opponent.snapshot.weights, current)
+    acting = rig.ghost.acting_policy(BehaviorId("Arena", 1))
+    assert isinstance(acting, OpponentPolicy)
+    assert weights_equal(acting.get_weights(), current)  # loaded into the acting policy
+    nudge(learner)  # frozen: the learner's next update does not reach the opponent
+    assert weights_equal(opponent.snapshot.weights, current)
+    assert weights_equal(acting.get_weights(), current)
+
+
+def test_ratio_zero_plays_window_snapshots_and_loads_their_weights(tmp_path):
+    rig = GhostRig(artifact_dir=tmp_path, swap_steps=1, opponents_per_swap=1,
+                   play_against_latest_model_ratio=0.0)  # fmt: skip
+    initial = rig.ghost.window[0].weights
+    nudge(rig.ghost.learner)
+    rig.put(1, decisions=1)
+    rig.ghost.advance()
+    (opponent,) = rig.opponents(1)
+    assert not opponent.is_latest and opponent.snapshot is rig.ghost.window[0]
+    assert weights_equal(rig.ghost.acting_policy(BehaviorId("Arena", 1)).get_weights(), initial)
+
+
+def test_swaps_every_swap_steps_ghost_steps_and_publishes(tmp_path):
+    rig = GhostRig(artifact_dir=tmp_path, swap_steps=6, team_change=10**6)
+    swapped_at, published = [], []
+    for _ in range(12):
+        rig.put(0, decisions=1)
+        rig.put(1, decisions=2, first_id=10)  # 2 ghost steps per advance
+        before = rig.ghost.swaps
+        rig.ghost.advance()
+        policies = {team: rig.policy_queues[team].take() for team in (0, 1)}
+        if rig.ghost.swaps > before:
+            swapped_at.append(rig.ghost.ghost_step)
+            published.append(policies)
+        else:
+            assert policies == {0: None, 1: None}  # nothing published between swaps
+    # the first advance sets up the first team (a swap), then one swap per 6 ghost steps
+    assert swapped_at == [2, 8, 14, 20]
+    for policies in published:
+        assert policies[0] is rig.ghost.learner
+        assert policies[1] is rig.ghost.acting_policy(BehaviorId("Arena", 1))
+        assert isinstance(policies[1], OpponentPolicy)
+
+
+def test_every_team_change_swaps_and_hands_policies_over(tmp_path):
+    rig = GhostRig(artifact_dir=tmp_path, team_change=4, swap_steps=10**6, opponents_per_swap=1)
+    changes_seen = 0
+    for _ in range(20):
+        learning = rig.controller.learning_team
+        rig.put(learning, decisions=2, first_id=10 * learning)
+        rig.put(1 - learning, decisions=2, first_id=10 * (1 - learning))
+        changes, swaps = rig.controller.team_changes, rig.ghost.swaps
+        old_opponents = rig.opponents(learning)
+        rig.ghost.advance()
+        policies = {team: rig.policy_queues[team].take() for team in (0, 1)}
+        if rig.controller.team_changes > changes:
+            changes_seen += 1
+            assert rig.controller.should_reset()
+            new = rig.controller.learning_team
+            assert new == 1 - learning
+            assert rig.ghost.swaps == swaps + 1
+            assert policies[new] is rig.ghost.learner
+            assert isinstance(policies[learning], OpponentPolicy)
+            # the team that stopped learning got freshly drawn opponents
+            assert rig.opponents(learning) is not old_opponents
+        else:
+            assert rig.ghost.swaps == swaps + (1 if swaps == 0 else 0)
+    assert changes_seen >= 3
+    assert rig.ghost.swaps == 1 + changes_seen
+
+
+def test_each_arena_faces_its_own_opponent(tmp_path):
+    rig = GhostRig(artifact_dir=tmp_path, opponents_per_swap=4, play_against_latest_model_ratio=0.5)
+    opponents = rig.opponents(1)
+    assert len(opponents) == 4
+    faced = [rig.ghost.opponent_in(1, arena) for arena in range(8)]
+    assert [id(o) for o in faced[:4]] == [id(o) for o in opponents]
+    assert [id(o) for o in faced[4:]] == [id(o) for o in opponents]
+
+
+# -- 3. rotation ------------------------------------------------------------------------------------
+
+
+class StubTrainer:
+    """What the controller needs of a ghost trainer: to be told about team changes."""
+
+    def __init__(self) -> None:
+        self.changes = 0
+
+    def on_team_change(self) -> None:
+        self.changes += 1
+
+
+@pytest.mark.parametrize(
+    "teams",
+    [[1, 0], [2, 0, 1], [3, 0, 12, 7, 1, 2, 4, 5, 6, 8, 9, 10, 11]],
+    ids=["2 teams", "3 teams", "13 teams"],
+)
+def test_controller_rotates_round_robin_in_subscription_order(teams):
+    controller = GhostController()
+    trainers = [StubTrainer() for _ in teams]
+    for team, trainer in zip(teams, trainers, strict=True):
+        controller.subscribe_team_id(team, trainer=trainer)  # type: ignore[arg-type]
+        controller.subscribe_team_id(team, trainer=StubTrainer())  # type: ignore[arg-type]
+    assert controller.teams == teams  # subscribing a team twice changes nothing
+    assert controller.learning_team == teams[0]
+    assert controller.should_reset() is False
+    order = [controller.learning_team]
+    for change in range(1, 2 * len(teams) + 1):
+        controller.change_training_team()
+        assert controller.team_changes == change
+        assert controller.should_reset() is True
+        assert controller.should_reset() is False  # exactly once per change
+        order.append(controller.learning_team)
+        # every ghost trainer hears of the change at once (to swap and publish its policies)
+        assert [t.changes for t in trainers] == [change] * len(teams)
+    assert order == teams + teams + [teams[0]]
+
+
+def test_controller_state_keeps_rotation_order():
+    saved = GhostController()
+    for team in (2, 0, 1):
+        saved.subscribe_team_id(team, trainer=StubTrainer())  # type: ignore[arg-type]
+    saved.change_training_team()
+    restored = GhostController()
+    for team in (0, 1, 2, 3):  # teams re-subscribe in another order; team 3 is new
+        restored.subscribe_team_id(team, trainer=StubTrainer())  # type: ignore[arg-type]
+    restored.load_state_dict(saved.state_dict())
+    assert (restored.learning_team, restored.team_changes) == (0, 1)
+    assert restored.should_reset() is False
+    order = []
+    for _ in range(4):
+        restored.change_training_team()
+        order.append(restored.learning_team)
+    assert order == [1, 3, 2, 0]
+
+
+def run_asymmetric(tmp_path, env_steps: int, team_change: int):
+    """Striker (team 0, 2 agents) and Goalie (team 1, 1 agent) stepped like a session does.
+
+    Returns the controller, the rigs and the turns: (team, agent steps of that team collected
+    while it was learning).
+    """
+    controller = GhostController()
+    rigs = {
+        0: GhostRig(artifact_dir=tmp_path, name="Striker", teams=(0,), controller=controller,
+                    team_change=team_change, swap_steps=10**6),
+        1: GhostRig(artifact_dir=tmp_path, name="Goalie", teams=(1,), controller=controller,
+                    team_change=team_change, swap_steps=10**6),
+    }  # fmt: skip
+    agents = {0: 2, 1: 1}
+    turns: list[tuple[int, int]] = []
+    collected = 0
+    for _ in range(env_steps):
+        learning = controller.learning_team
+        rigs[0].put(0, decisions=agents[0])
+        rigs[1].put(1, decisions=agents[1], first_id=10)
+        collected += agents[learning]
+        for rig in rigs.values():
+            rig.ghost.advance()
+        if controller.should_reset():
+            turns.append((learning, collected))
+            collected = 0
+            for rig in rigs.values():
+                rig.ghost.end_episode()
+    return controller, rigs, turns
+
+
+def test_asymmetric_teams_take_turns_after_team_change_steps(tmp_path):
+    controller, rigs, turns = run_asymmetric(tmp_path, env_steps=60, team_change=10)
+    assert [team for team, _ in turns] == [i % 2 for i in range(len(turns))]
+    assert len(turns) >= 5 and controller.team_changes == len(turns)
+    # each turn ends once the learning trainer did about team_change steps; the exact count is
+    # test_first_turn_lasts_exactly_team_change_steps and
+    # test_asymmetric_batches_collected_while_ghosted_never_reach_the_trainer
+    for team, steps in turns:
+        batch = 2 if team == 0 else 1
+        assert 10 - batch <= steps <= 10 + batch, turns
+    # both wrapped trainers ended their partial episodes at every change
+    assert rigs[0].inner.episodes_ended == rigs[1].inner.episodes_ended == len(turns)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the first turn starts (team_start_step) only after the learner consumed its first "
+    "batch: GhostTrainer.advance calls on_team_change() for _known_learning_team None after "
+    "self.trainer.advance()",
+)
+def test_first_turn_lasts_exactly_team_change_steps(tmp_path):
+    rig = GhostRig(artifact_dir=tmp_path, team_change=6, swap_steps=10**6)
+    steps = 0
+    while rig.controller.team_changes == 0:
+        rig.put(0, decisions=2)
+        rig.ghost.advance()
+        steps += 2
+        assert steps <= 20
+    assert steps == 6
+
+
+def test_asymmetric_ghosted_trainer_takes_no_snapshots(tmp_path):
+    controller, rigs, turns = run_asymmetric(tmp_path, env_steps=9, team_change=10**6)
+    assert turns == [] and controller.learning_team == 0
+    assert rigs[1].inner.step == 0 and len(rigs[1].ghost.window) == 1
+    assert rigs[1].ghost.ghost_step == 9  # its agent steps all counted as ghost steps
+    assert rigs[0].ghost.ghost_step == 0
+
+
+# -- 6. behavior ids ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "name", "team"),
+    [
+        ("My:Agent#1 v2?team=3", "My:Agent#1 v2", 3),
+        ("Soccer?team=0", "Soccer", 0),
+        ("Plain", "Plain", 0),
+        ("Odd?name?team=12", "Odd?name", 12),
+        ("A?team=1?team=2", "A?team=1", 2),
+        ("NoTeam?team=x", "NoTeam?team=x", 0),
+    ],
+)
+def test_behavior_id_parse(raw, name, team):
+    parsed = BehaviorId.parse(raw)
+    assert (parsed.name, parsed.team) == (name, team)
+    if "?team=" in raw and raw.rsplit("?team=", 1)[1].isdigit():
+        assert parsed.full_name == raw
+
+
+def test_ghost_trainer_keeps_teams_of_odd_names_apart(tmp_path):
+    rig = GhostRig(artifact_dir=tmp_path, name="My:Agent#1 v2", teams=(3, 5), team_change=10**6)
+    assert rig.controller.teams == [3, 5]
+    rig.put(3, decisions=1)
+    rig.put(5, decisions=4, first_id=10)
+    rig.ghost.advance()
+    assert [b.behavior_id for b in rig.inner.received] == [BehaviorId.parse("My:Agent#1 v2?team=3")]
+    assert rig.ghost.ghost_step == 4
+
+
+def test_state_dict_round_trip_restores_window_counters_and_draws(tmp_path):
+    rig = GhostRig(artifact_dir=tmp_path, save_steps=2, window=3, swap_steps=3, seed=5)
+    for _ in range(9):
+        rig.put(0, decisions=1)
+        rig.put(1, decisions=1, first_id=10)
+        rig.ghost.advance()
+    rig.ghost.rating = 1250.0
+    state = rig.ghost.state_dict()
+    for snapshot in rig.ghost.window:  # snapshots are written as files
+        assert snapshot.path is not None and snapshot.path.is_file()
+    twin = GhostRig(artifact_dir=tmp_path / "twin", save_steps=2, window=3, swap_steps=3, seed=99)
+    twin.ghost.load_state_dict(state)
+    a, b = rig.ghost, twin.ghost
+    assert [(s.snapshot_id, s.step, s.rating) for s in a.window] == [
+        (s.snapshot_id, s.step, s.rating) for s in b.window
+    ]
+    for x, y in zip(a.window, b.window, strict=True):
+        assert weights_equal(x.weights, y.weights)
+    counters = ("rating", "ghost_step", "last_save_step", "last_swap_ghost_step",
+                "team_start_step", "swaps", "step")  # fmt: skip
+    assert {c: getattr(a, c) for c in counters} == {c: getattr(b, c) for c in counters}
+    ours = [(o.snapshot.snapshot_id, o.snapshot.rating) for o in rig.opponents(1)]
+    theirs = [(o.snapshot.snapshot_id, o.snapshot.rating) for o in twin.opponents(1)]
+    assert ours == theirs
+    # the same RNG state: both draw the same opponents from here on
+    for r in (rig, twin):
+        r.put(1, decisions=3, first_id=10)
+        r.ghost.advance()
+    assert [o.snapshot.snapshot_id for o in rig.opponents(1)] == [
+        o.snapshot.snapshot_id for o in twin.opponents(1)
+    ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="GhostTrainer.state_dict stores only the id of a window opponent; once that snapshot "
+    "is evicted (and its file deleted) load_state_dict/_restore_opponent substitutes window[-1]",
+)
+def test_resume_keeps_an_evicted_opponent(tmp_path):
+    options = {"save_steps": 1, "window": 2, "swap_steps": 10**6, "team_change": 10**6,
+               "opponents_per_swap": 1, "play_against_latest_model_ratio": 0.0}  # fmt: skip
+    rig = GhostRig(artifact_dir=tmp_path, **options)
+    for i in range(4):
+        nudge(rig.ghost.learner)  # every snapshot different
+        rig.put(0, decisions=1)
+        rig.ghost.advance()  # the first advance also draws from snapshots 0 and 1
+        if i == 0:
+            (playing,) = rig.opponents(1)
+    assert [s.snapshot_id for s in rig.ghost.window] == [3, 4]
+    assert playing.snapshot.snapshot_id in (0, 1)  # evicted, but still the opponent until a swap
+    assert rig.opponents(1) == [playing]
+    twin = GhostRig(artifact_dir=tmp_path / "twin", **options)
+    twin.ghost.load_state_dict(rig.ghost.state_dict())
+    (restored,) = twin.opponents(1)
+    assert restored.snapshot.snapshot_id == playing.snapshot.snapshot_id
+    assert weights_equal(restored.snapshot.weights, playing.snapshot.weights)
+    assert weights_equal(twin.ghost.acting_policy(BehaviorId("Arena", 1)).get_weights(),
+                         playing.snapshot.weights)  # fmt: skip
