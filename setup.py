@@ -1,14 +1,19 @@
 """Package definition for ghost-trainer (tool settings live in pyproject.toml)."""
+
+from pathlib import Path
+
 from setuptools import find_packages, setup
 
 setup(
     name="ghost-trainer",
     version="0.1.0",
     description="Self-play training (GhostTrainer) for adversarial games on the ML-Agents BaseEnv API",
-    long_description=open("README.md", encoding="utf-8").read(),
+    long_description=Path(__file__).with_name("README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=find_packages(include=["ghost", "ghost.*", "trainers", "trainers.*", "envs", "envs.*"]),
+    packages=find_packages(
+        include=["ghost", "ghost.*", "trainers", "trainers.*", "envs", "envs.*"]
+    ),
     package_data={"ghost": ["configs/*.yaml"]},
     install_requires=[
         "torch>=2.1",

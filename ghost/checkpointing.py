@@ -56,13 +56,20 @@ class RunCheckpointer:
         _atomic_write_text(
             index,
             json.dumps(
-                {"created": time.time(), "controller": controller.state_dict(), "behaviors": entries},
+                {
+                    "created": time.time(),
+                    "controller": controller.state_dict(),
+                    "behaviors": entries,
+                },
                 indent=2,
             ),
         )
         for name, trainer in trainers.items():
             self._prune(name, keep=trainer.settings.keep_checkpoints, current=entries[name]["file"])
-        logger.info("Checkpoint written: %s", ", ".join(f"{n} step {e['step']}" for n, e in entries.items()))
+            trainer.after_checkpoint()
+        logger.info(
+            "Checkpoint written: %s", ", ".join(f"{n} step {e['step']}" for n, e in entries.items())
+        )
         return index
 
     def _prune(self, name: str, *, keep: int, current: str) -> None:
@@ -89,9 +96,12 @@ class RunCheckpointer:
             if entry is None:
                 logger.warning("No checkpoint for behavior %s; it starts fresh", name)
                 continue
-            state = torch.load(self.run_path / entry["file"], map_location="cpu", weights_only=False)
+            state = torch.load(
+                self.run_path / entry["file"], map_location="cpu", weights_only=False
+            )
             trainer.load_state_dict(state)
         controller.load_state_dict(index["controller"])
         logger.info(
-            "Resumed from %s", ", ".join(f"{n} step {e['step']}" for n, e in index["behaviors"].items())
+            "Resumed from %s",
+            ", ".join(f"{n} step {e['step']}" for n, e in index["behaviors"].items()),
         )

@@ -553,5 +553,3 @@ def default_trainer_settings() -> TrainerSettings:
     Prefer this to ``TrainerSettings()``, whose ``hyperparameters`` is the bare base class.
     """
     return _converter.structure({}, TrainerSettings)
-
-

@@ -47,21 +47,30 @@ class GhostController:
         return self._trainers[team_id]
 
     def change_training_team(self) -> None:
-        """Hand learning to the next team in subscription order."""
-        if not self._teams:
+        """Ask to hand learning to the next team in subscription order.
+
+        The change takes effect when the run loop resets the environments (``should_reset``):
+        until then every step batch still in flight was collected under the current learning
+        team and is routed as such.
+        """
+        if not self._teams or self._reset_pending:
             return
-        position = self._teams.index(self.learning_team) if self.learning_team in self._teams else -1
+        self._reset_pending = True
+
+    def should_reset(self) -> bool:
+        """True once per team change: the change happens now and the environments must reset."""
+        if not self._reset_pending:
+            return False
+        self._reset_pending = False
+        position = (
+            self._teams.index(self.learning_team) if self.learning_team in self._teams else -1
+        )
         self.learning_team = self._teams[(position + 1) % len(self._teams)]
         self.team_changes += 1
-        self._reset_pending = True
         # every ghost trainer swaps now, so no acting policy is one step behind the change
         for trainer in {id(t): t for t in self._trainers.values()}.values():
             trainer.on_team_change()
-
-    def should_reset(self) -> bool:
-        """True once after each team change: the environments must be reset."""
-        pending, self._reset_pending = self._reset_pending, False
-        return pending
+        return True
 
     def report_match(self, *, learner: GhostTrainer, arena: int, score: float) -> None:
         """Update ratings after a match the learning team finished in ``arena`` with ``score``."""
@@ -81,7 +90,9 @@ class GhostController:
             return
         self._report_multi_team(learner, opponents, score)
 
-    def _report_multi_team(self, learner: GhostTrainer, opponents: list[tuple[str, Any]], score: float) -> None:
+    def _report_multi_team(
+        self, learner: GhostTrainer, opponents: list[tuple[str, Any]], score: float
+    ) -> None:
         if self._multi_team is None:
             self._multi_team = MultiTeamRating(learner.self_play.initial_elo)
         learner_key = (learner.behavior_name, LEARNER)
@@ -97,8 +108,16 @@ class GhostController:
             opponent.snapshot.rating = self._multi_team.as_elo(rating)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"teams": self._teams, "learning_team": self.learning_team,
-                "team_changes": self.team_changes}  # fmt: skip
+        """JSON-safe: it goes into the run's checkpoint index."""
+        return {
+            "teams": self._teams,
+            "learning_team": self.learning_team,
+            "team_changes": self.team_changes,
+            "multi_team_ratings": [
+                [name, snapshot_id, rating.mu, rating.sigma]
+                for (name, snapshot_id), rating in self._openskill.items()
+            ],
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         saved = [int(t) for t in state["teams"]]
@@ -107,3 +126,11 @@ class GhostController:
         self.learning_team = state["learning_team"]
         self.team_changes = int(state["team_changes"])
         self._reset_pending = False
+        saved_ratings = state.get("multi_team_ratings", [])
+        if saved_ratings:
+            initial = next(iter(self._trainers.values())).self_play.initial_elo
+            self._multi_team = self._multi_team or MultiTeamRating(initial)
+            self._openskill = {
+                (name, int(snapshot_id)): self._multi_team.model.rating(mu=mu, sigma=sigma)
+                for name, snapshot_id, mu, sigma in saved_ratings
+            }

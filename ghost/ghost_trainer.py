@@ -114,6 +114,8 @@ class GhostTrainer(Trainer):
         return self.trainer.should_still_train
 
     def advance(self) -> None:
+        if self._known_learning_team is None:
+            self.on_team_change()  # the first turn starts before any experience
         learning_team = self.controller.learning_team
         for queue in self.trajectory_queues:
             for batch in queue.drain():
@@ -126,15 +128,16 @@ class GhostTrainer(Trainer):
         if stats is not None:
             stats.training = self.is_learning
         self.trainer.advance()
-        if self.is_learning and self.trainer.step - self.last_save_step >= self.self_play.save_steps:
+        if (
+            self.is_learning
+            and self.trainer.step - self.last_save_step >= self.self_play.save_steps
+        ):
             self._take_snapshot()
         turn_over = (
             self.trainer.step - self.team_start_step >= self.self_play.steps_per_team
             or not self.trainer.should_still_train  # a finished learner hands over at once
         )
-        if self._known_learning_team is None:
-            self.on_team_change()  # the first draw of opponents
-        elif self.is_learning and turn_over:
+        if self.is_learning and turn_over:
             self.controller.change_training_team()
         elif self.ghost_step - self.last_swap_ghost_step >= self.self_play.swap_steps:
             self.last_swap_ghost_step = self.ghost_step
@@ -150,12 +153,18 @@ class GhostTrainer(Trainer):
         if not finished.any():
             return
         # one result per match: teammates (same group) finishing together count once
-        keys = np.where(terminal.group_id != 0, -terminal.group_id.astype(np.int64), terminal.agent_id)
+        keys = np.where(
+            terminal.group_id != 0, -terminal.group_id.astype(np.int64), terminal.agent_id
+        )
         _, first = np.unique(keys[finished], return_index=True)
         rows = np.flatnonzero(finished)[first]
         scores = terminal.reward[rows] + terminal.group_reward[rows]
-        for arena, reward in zip(batch.steps.terminal_arenas[rows].tolist(), scores.tolist(), strict=True):
-            self.controller.report_match(learner=self, arena=arena, score=result_from_reward(reward))
+        for arena, reward in zip(
+            batch.steps.terminal_arenas[rows].tolist(), scores.tolist(), strict=True
+        ):
+            self.controller.report_match(
+                learner=self, arena=arena, score=result_from_reward(reward)
+            )
 
     def on_team_change(self) -> None:
         """The controller handed learning to another team: restart the count and swap."""
@@ -209,6 +218,9 @@ class GhostTrainer(Trainer):
             if snapshot.path is None or not snapshot.path.exists():
                 snapshot.path = self._snapshot_path(snapshot)
                 self.learner.save(snapshot.path, snapshot.weights)
+
+    def after_checkpoint(self) -> None:
+        """The new checkpoint set is complete: files of evicted snapshots can go."""
         keep = {s.path for s in self.window}
         for stale in self.snapshot_dir.glob("snapshot-*.pt"):
             if stale not in keep:
@@ -229,11 +241,7 @@ class GhostTrainer(Trainer):
                 "window": [s.metadata() for s in self.window],
                 "next_snapshot_id": self.window.next_id,
                 "opponents": {
-                    str(bid): [
-                        {"snapshot": o.snapshot.metadata(), "weights": o.snapshot.weights}
-                        if o.is_latest else {"snapshot_id": o.snapshot.snapshot_id}
-                        for o in policy.opponents
-                    ]
+                    str(bid): [self._opponent_state(o) for o in policy.opponents]
                     for bid, policy in self.opponent_policies.items()
                 },
                 "rng": self.rng.bit_generator.state,
@@ -253,8 +261,13 @@ class GhostTrainer(Trainer):
         self.swaps = int(ghost["swaps"])
         self._known_learning_team = ghost["known_learning_team"]
         snapshots = [
-            Snapshot(snapshot_id=m["snapshot_id"], step=m["step"], rating=m["rating"],
-                     weights=read_policy_weights(Path(m["path"])), path=Path(m["path"]))  # fmt: skip
+            Snapshot(
+                snapshot_id=m["snapshot_id"],
+                step=m["step"],
+                rating=m["rating"],
+                weights=read_policy_weights(Path(m["path"])),
+                path=Path(m["path"]),
+            )  # fmt: skip
             for m in ghost["window"]
         ]
         self.window.restore(snapshots, int(ghost["next_snapshot_id"]))
@@ -264,13 +277,21 @@ class GhostTrainer(Trainer):
                 policy.assign([self._restore_opponent(entry) for entry in saved])
         self.rng.bit_generator.state = ghost["rng"]
 
+    def _opponent_state(self, opponent: Opponent) -> dict[str, Any]:
+        snapshot = opponent.snapshot
+        if self.window.by_id(snapshot.snapshot_id) is snapshot:
+            return {"snapshot_id": snapshot.snapshot_id}
+        # the latest copy, or a snapshot evicted while still in play: keep its weights
+        return {"snapshot": snapshot.metadata(), "weights": snapshot.weights}
+
     def _restore_opponent(self, entry: dict[str, Any]) -> Opponent:
         if "weights" in entry:
             meta = entry["snapshot"]
-            return Opponent(Snapshot(snapshot_id=LATEST, step=meta["step"], rating=meta["rating"],
-                                     weights=entry["weights"]))  # fmt: skip
+            return Opponent(Snapshot(snapshot_id=meta["snapshot_id"], step=meta["step"],
+                                     rating=meta["rating"], weights=entry["weights"]))  # fmt: skip
         snapshot = self.window.by_id(entry["snapshot_id"])
-        return Opponent(snapshot if snapshot is not None else self.window[-1])
+        assert snapshot is not None, "a window opponent is saved with the window"
+        return Opponent(snapshot)
 
     def close(self) -> None:
         self.trainer.close()

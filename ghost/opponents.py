@@ -76,15 +76,19 @@ class OpponentPolicy(ArenaPolicy):
         return ActionOutput(
             actions=ActionTuple(
                 continuous=merge([o.actions.continuous for o in outputs])
-                if spec.continuous_size else None,
+                if spec.continuous_size
+                else None,
                 discrete=merge([o.actions.discrete for o in outputs])
-                if spec.discrete_size else None,
+                if spec.discrete_size
+                else None,
             ),
             log_probs=merge([o.log_probs for o in outputs]),
             continuous_raw=merge([o.continuous_raw for o in outputs]),
         )
 
-    def sample(self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None = None) -> ActionOutput:
+    def sample(
+        self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None = None
+    ) -> ActionOutput:
         return self._policies[0].sample(obs, action_mask)
 
     def act(self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None = None,

@@ -131,6 +131,8 @@ class TrainingSession:
         self.connect_behaviors()
         if resume and self.checkpointer.exists():
             self.checkpointer.load(self.trainers, self.controller)
+            for trainer in self.trainers.values():
+                trainer.end_episode()  # the environments restarted: nothing pending carries over
             for name, trainer in self.trainers.items():
                 interval = trainer.settings.checkpoint_interval
                 self._next_checkpoint[name] = (trainer.step // interval + 1) * interval
@@ -164,11 +166,11 @@ class TrainingSession:
             self.connect_behaviors()
         for trainer in self.trainers.values():
             trainer.advance()
-        self._apply_published_policies()
         if self.controller.should_reset():
             for trainer in self.trainers.values():
                 trainer.end_episode()
             steps = self.stepper.reset()
+        self._apply_published_policies()
         self._maybe_checkpoint()
         return steps
 

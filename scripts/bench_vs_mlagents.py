@@ -85,28 +85,46 @@ def main() -> None:
     parser.add_argument("--config", required=True, help="trainer YAML used by both")
     parser.add_argument("--steps", type=int, default=50000, help="trainer steps per run")
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--self-play-overhead", action="store_true",
-                        help="compare our run with and without self_play instead of ML-Agents")
+    parser.add_argument(
+        "--self-play-overhead",
+        action="store_true",
+        help="compare our run with and without self_play instead of ML-Agents",
+    )
     args = parser.parse_args()
     if args.self_play_overhead:
-        runners = {"with self_play": lambda: run_ours(args.config, args.env, args.steps, True),
-                   "without self_play": lambda: run_ours(args.config, args.env, args.steps, False)}
+        runners = {
+            "with self_play": lambda: run_ours(args.config, args.env, args.steps, True),
+            "without self_play": lambda: run_ours(args.config, args.env, args.steps, False),
+        }
     else:
-        runners = {"ghost-trainer": lambda: run_ours(args.config, args.env, args.steps),
-                   "ml-agents 1.1": lambda: run_peer(args.config, args.env, args.steps)}
+        runners = {
+            "ghost-trainer": lambda: run_ours(args.config, args.env, args.steps),
+            "ml-agents 1.1": lambda: run_peer(args.config, args.env, args.steps),
+        }
     rates: dict[str, list[float]] = {name: [] for name in runners}
     for repeat in range(args.repeats):
         for name, runner in runners.items():
             started = time.perf_counter()
             result = runner()
             rates[name].append(result["agent_steps_per_s"])
-            print(f"[{repeat + 1}/{args.repeats}] {name:18s} {result['agent_steps_per_s']:>10.0f} "
-                  f"agent-steps/s  (run wall {time.perf_counter() - started:.1f} s)", flush=True)
+            print(
+                f"[{repeat + 1}/{args.repeats}] {name:18s} {result['agent_steps_per_s']:>10.0f} "
+                f"agent-steps/s  (run wall {time.perf_counter() - started:.1f} s)",
+                flush=True,
+            )
     first, second = list(rates)
     ratio = statistics.median(rates[first]) / statistics.median(rates[second])
-    print(json.dumps({"env": args.env, "config": args.config, "steps": args.steps,
-                      "median_agent_steps_per_s": {k: statistics.median(v) for k, v in rates.items()},
-                      f"ratio {first} / {second}": round(ratio, 2)}))
+    print(
+        json.dumps(
+            {
+                "env": args.env,
+                "config": args.config,
+                "steps": args.steps,
+                "median_agent_steps_per_s": {k: statistics.median(v) for k, v in rates.items()},
+                f"ratio {first} / {second}": round(ratio, 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -237,5 +237,8 @@ class Trainer(abc.ABC):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue from a ``state_dict``."""
 
-    def close(self) -> None:
+    def after_checkpoint(self) -> None:  # noqa: B027 - optional hook
+        """Called once a checkpoint set naming this trainer's state is complete on disk."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
         """Flush stats and release resources."""

@@ -57,8 +57,12 @@ class RolloutBuffer:
         self.cut_links()
 
     def state_dict(self) -> dict[str, object]:
-        return {"chunks": list(self._chunks), "links": list(self._links), "size": self._size,
-                "last_row_of_slot": self._last_row_of_slot.copy()}
+        return {
+            "chunks": list(self._chunks),
+            "links": list(self._links),
+            "size": self._size,
+            "last_row_of_slot": self._last_row_of_slot.copy(),
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self._chunks = list(state["chunks"])
@@ -149,8 +153,13 @@ class ReplayBuffer:
         )
 
     def state_dict(self) -> dict[str, object]:
-        return {"arrays": self._arrays, "obs": self._obs, "next_obs": self._next_obs,
-                "cursor": self._cursor, "size": self._size}
+        return {
+            "arrays": self._arrays,
+            "obs": self._obs,
+            "next_obs": self._next_obs,
+            "cursor": self._cursor,
+            "size": self._size,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         # copies, so that the state (and other trainers loading it) never aliases live rings

@@ -67,4 +67,3 @@ class SACSettings(HyperparamSettings):
         if self.reward_signal_steps_per_update is None:
             return self.steps_per_update
         return self.reward_signal_steps_per_update
-

@@ -15,7 +15,11 @@ from ghost.settings import SUPPORTED_ENCODERS, EncoderType, NetworkSettings
 from trainers.normalizer import RunningNormalizer
 
 #: smallest image side each encoder accepts (its kernels and strides need it)
-MIN_IMAGE_SIDE = {EncoderType.SIMPLE: 20, EncoderType.NATURE_CNN: 36, EncoderType.FULLY_CONNECTED: 1}
+MIN_IMAGE_SIDE = {
+    EncoderType.SIMPLE: 20,
+    EncoderType.NATURE_CNN: 36,
+    EncoderType.FULLY_CONNECTED: 1,
+}
 
 
 def mlp(input_size: int, hidden_units: int, num_layers: int) -> nn.Sequential:

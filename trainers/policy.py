@@ -57,10 +57,15 @@ class TorchPolicy(Policy):
         return self.actor(to_tensors(obs, self.device), mask_tensor(action_mask, self.device))
 
     def _action_tuple(
-        self, dist: ActionDistribution, continuous: torch.Tensor | None, discrete: torch.Tensor | None
+        self,
+        dist: ActionDistribution,
+        continuous: torch.Tensor | None,
+        discrete: torch.Tensor | None,
     ) -> ActionTuple:
         return ActionTuple(
-            continuous=None if continuous is None else dist.env_continuous(continuous).cpu().numpy(),
+            continuous=None
+            if continuous is None
+            else dist.env_continuous(continuous).cpu().numpy(),
             discrete=None if discrete is None else discrete.cpu().numpy().astype(np.int32),
         )
 
@@ -72,7 +77,9 @@ class TorchPolicy(Policy):
             continuous, discrete = dist.sample()
             log_probs = dist.log_prob(continuous, discrete)
             n = obs[0].shape[0]
-            raw = continuous.cpu().numpy() if continuous is not None else np.zeros((n, 0), np.float32)
+            raw = (
+                continuous.cpu().numpy() if continuous is not None else np.zeros((n, 0), np.float32)
+            )
             return ActionOutput(
                 actions=self._action_tuple(dist, continuous, discrete),
                 log_probs=log_probs.cpu().numpy() if torch.is_tensor(log_probs) else np.zeros(n),

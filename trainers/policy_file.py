@@ -103,9 +103,7 @@ def _read_record(path: Path) -> dict[str, Any]:
         raise CheckpointError(f"{path} is not a readable policy file: {error}") from error
     record = data.get("policy", data) if isinstance(data, dict) else None
     if not isinstance(record, dict) or record.get("format") != FORMAT:
-        raise CheckpointError(
-            f"{path} is not a ghost-trainer policy file, snapshot or checkpoint"
-        )
+        raise CheckpointError(f"{path} is not a ghost-trainer policy file, snapshot or checkpoint")
     return record
 
 
@@ -133,4 +131,3 @@ def load_policy(path: str | Path, device: str = "cpu") -> Any:
     policy.load_weights(record["weights"])
     policy.actor.eval()
     return policy
-

@@ -21,7 +21,9 @@ from trainers.rollout import TransitionAssembler, Transitions
 from trainers.stats import CUMULATIVE_REWARD, EPISODE_LENGTH, StatsReporter
 
 
-def decayed(schedule: ScheduleType, initial: float, final: float, step: int, max_steps: int) -> float:
+def decayed(
+    schedule: ScheduleType, initial: float, final: float, step: int, max_steps: int
+) -> float:
     """A hyperparameter at ``step``: constant, or linear from ``initial`` to ``final``."""
     if schedule is ScheduleType.CONSTANT or max_steps <= 0:
         return initial

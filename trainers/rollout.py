@@ -154,8 +154,10 @@ class TransitionAssembler:
             discrete=self._pending_discrete[slots],
             action_mask=self._pending_mask[slots] if self._branches else None,
             next_action_mask=(
-                None if not self._branches
-                else np.zeros((len(slots), sum(self._branches)), bool) if next_mask is None
+                None
+                if not self._branches
+                else np.zeros((len(slots), sum(self._branches)), bool)
+                if next_mask is None
                 else next_mask
             ),
             log_probs=self._pending_log_probs[slots],

@@ -67,9 +67,7 @@ class StatsReporter:
                 writer.add_scalar(key, value, step)
             writer.flush()
         rewards = self._values.get(CUMULATIVE_REWARD, [])
-        parts = [
-            f"{self.behavior_name}. Step: {step}. Time Elapsed: {now - self._start:0.1f} s."
-        ]
+        parts = [f"{self.behavior_name}. Step: {step}. Time Elapsed: {now - self._start:0.1f} s."]
         if rewards:
             parts.append(
                 f"Mean Reward: {np.mean(rewards):0.3f}. Std of Reward: {np.std(rewards):0.3f}."
