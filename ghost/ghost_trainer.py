@@ -72,7 +72,6 @@ class GhostTrainer(Trainer):
     def add_policy(self, behavior_id: BehaviorId, policy: Policy) -> None:
         if self.learner is None:
             self.learner = policy
-            self._take_snapshot()
         self.trainer.add_policy(behavior_id, self.learner)
         queue = ExperienceQueue(behavior_id)
         self._learning_queues[behavior_id] = queue
@@ -115,7 +114,11 @@ class GhostTrainer(Trainer):
 
     def advance(self) -> None:
         if self._known_learning_team is None:
-            self.on_team_change()  # the first turn starts before any experience
+            # the first turn starts before any experience; the first snapshot is the policy as
+            # training starts (after --initialize-from, if any)
+            if len(self.window) == 0:
+                self._take_snapshot()
+            self.on_team_change()
         learning_team = self.controller.learning_team
         for queue in self.trajectory_queues:
             for batch in queue.drain():

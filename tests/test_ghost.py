@@ -75,12 +75,6 @@ def test_after_a_team_change_the_other_team_is_routed_to_the_trainer(tmp_path):
     assert rig.ghost.ghost_step == ghost_expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="asymmetric games: a ghost trainer advanced after the one that changed the learning "
-    "team routes the batch collected while its team was ghosted to its wrapped trainer and "
-    "rates it (GhostTrainer.advance reads controller.learning_team at drain time)",
-)
 def test_asymmetric_batches_collected_while_ghosted_never_reach_the_trainer(tmp_path):
     controller = GhostController()
     striker = GhostRig(artifact_dir=tmp_path, name="Striker", teams=(0,), controller=controller,
@@ -119,6 +113,8 @@ def test_first_snapshot_is_the_initial_policy_and_a_frozen_copy(tmp_path):
     rig = GhostRig(artifact_dir=tmp_path)
     learner = rig.ghost.learner
     initial = learner.get_weights()
+    assert len(rig.ghost.window) == 0  # taken when training starts (after --initialize-from)
+    rig.ghost.advance()
     assert len(rig.ghost.window) == 1
     first = rig.ghost.window[0]
     assert (first.snapshot_id, first.step, first.rating) == (0, 0, 1200.0)
@@ -197,6 +193,7 @@ def test_ratio_one_always_plays_the_frozen_current_learner(tmp_path):
 def test_ratio_zero_plays_window_snapshots_and_loads_their_weights(tmp_path):
     rig = GhostRig(artifact_dir=tmp_path, swap_steps=1, opponents_per_swap=1,
                    play_against_latest_model_ratio=0.0)  # fmt: skip
+    rig.ghost.advance()  # training starts: the first snapshot
     initial = rig.ghost.window[0].weights
     nudge(rig.ghost.learner)
     rig.put(1, decisions=1)
@@ -220,8 +217,9 @@ def test_swaps_every_swap_steps_ghost_steps_and_publishes(tmp_path):
             published.append(policies)
         else:
             assert policies == {0: None, 1: None}  # nothing published between swaps
-    # the first advance sets up the first team (a swap), then one swap per 6 ghost steps
-    assert swapped_at == [2, 8, 14, 20]
+    # the first advance starts the first turn (a swap, at ghost step 0, before it drains its
+    # batches: seen here after the advance, at ghost step 2), then one swap per 6 ghost steps
+    assert swapped_at == [2, 6, 12, 18, 24]
     for policies in published:
         assert policies[0] is rig.ghost.learner
         assert policies[1] is rig.ghost.acting_policy(BehaviorId("Arena", 1))
@@ -238,10 +236,13 @@ def test_every_team_change_swaps_and_hands_policies_over(tmp_path):
         changes, swaps = rig.controller.team_changes, rig.ghost.swaps
         old_opponents = rig.opponents(learning)
         rig.ghost.advance()
+        assert rig.controller.learning_team == learning  # advance only asks for the change
+        changed = rig.controller.should_reset()  # as TrainingSession.step_once does
         policies = {team: rig.policy_queues[team].take() for team in (0, 1)}
-        if rig.controller.team_changes > changes:
+        if changed:
             changes_seen += 1
-            assert rig.controller.should_reset()
+            assert rig.controller.team_changes == changes + 1
+            assert rig.controller.should_reset() is False  # once per change
             new = rig.controller.learning_team
             assert new == 1 - learning
             assert rig.ghost.swaps == swaps + 1
@@ -250,6 +251,7 @@ def test_every_team_change_swaps_and_hands_policies_over(tmp_path):
             # the team that stopped learning got freshly drawn opponents
             assert rig.opponents(learning) is not old_opponents
         else:
+            assert rig.controller.team_changes == changes
             assert rig.ghost.swaps == swaps + (1 if swaps == 0 else 0)
     assert changes_seen >= 3
     assert rig.ghost.swaps == 1 + changes_seen
@@ -294,8 +296,12 @@ def test_controller_rotates_round_robin_in_subscription_order(teams):
     order = [controller.learning_team]
     for change in range(1, 2 * len(teams) + 1):
         controller.change_training_team()
-        assert controller.team_changes == change
+        controller.change_training_team()  # a request while one is pending is ignored
+        # only requested: the change happens when the run loop asks whether to reset
+        assert (controller.learning_team, controller.team_changes) == (order[-1], change - 1)
+        assert [t.changes for t in trainers] == [change - 1] * len(teams)
         assert controller.should_reset() is True
+        assert controller.team_changes == change
         assert controller.should_reset() is False  # exactly once per change
         order.append(controller.learning_team)
         # every ghost trainer hears of the change at once (to swap and publish its policies)
@@ -308,6 +314,7 @@ def test_controller_state_keeps_rotation_order():
     for team in (2, 0, 1):
         saved.subscribe_team_id(team, trainer=StubTrainer())  # type: ignore[arg-type]
     saved.change_training_team()
+    assert saved.should_reset() is True
     restored = GhostController()
     for team in (0, 1, 2, 3):  # teams re-subscribe in another order; team 3 is new
         restored.subscribe_team_id(team, trainer=StubTrainer())  # type: ignore[arg-type]
@@ -317,6 +324,7 @@ def test_controller_state_keeps_rotation_order():
     order = []
     for _ in range(4):
         restored.change_training_team()
+        assert restored.should_reset() is True
         order.append(restored.learning_team)
     assert order == [1, 3, 2, 0]
 
@@ -356,28 +364,21 @@ def test_asymmetric_teams_take_turns_after_team_change_steps(tmp_path):
     controller, rigs, turns = run_asymmetric(tmp_path, env_steps=60, team_change=10)
     assert [team for team, _ in turns] == [i % 2 for i in range(len(turns))]
     assert len(turns) >= 5 and controller.team_changes == len(turns)
-    # each turn ends once the learning trainer did about team_change steps; the exact count is
-    # test_first_turn_lasts_exactly_team_change_steps and
-    # test_asymmetric_batches_collected_while_ghosted_never_reach_the_trainer
-    for team, steps in turns:
-        batch = 2 if team == 0 else 1
-        assert 10 - batch <= steps <= 10 + batch, turns
+    # each turn ends once the learning trainer did exactly team_change steps (10 is a multiple
+    # of both batch sizes): the first turn starts before any batch, and batches collected
+    # before a change are routed under the team that was learning when they were collected
+    assert all(steps == 10 for _, steps in turns), turns
     # both wrapped trainers ended their partial episodes at every change
     assert rigs[0].inner.episodes_ended == rigs[1].inner.episodes_ended == len(turns)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the first turn starts (team_start_step) only after the learner consumed its first "
-    "batch: GhostTrainer.advance calls on_team_change() for _known_learning_team None after "
-    "self.trainer.advance()",
-)
 def test_first_turn_lasts_exactly_team_change_steps(tmp_path):
     rig = GhostRig(artifact_dir=tmp_path, team_change=6, swap_steps=10**6)
     steps = 0
     while rig.controller.team_changes == 0:
         rig.put(0, decisions=2)
         rig.ghost.advance()
+        rig.controller.should_reset()  # the change happens here, as in TrainingSession.step_once
         steps += 2
         assert steps <= 20
     assert steps == 6
@@ -455,11 +456,6 @@ def test_state_dict_round_trip_restores_window_counters_and_draws(tmp_path):
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="GhostTrainer.state_dict stores only the id of a window opponent; once that snapshot "
-    "is evicted (and its file deleted) load_state_dict/_restore_opponent substitutes window[-1]",
-)
 def test_resume_keeps_an_evicted_opponent(tmp_path):
     options = {"save_steps": 1, "window": 2, "swap_steps": 10**6, "team_change": 10**6,
                "opponents_per_swap": 1, "play_against_latest_model_ratio": 0.0}  # fmt: skip
@@ -467,16 +463,18 @@ def test_resume_keeps_an_evicted_opponent(tmp_path):
     for i in range(4):
         nudge(rig.ghost.learner)  # every snapshot different
         rig.put(0, decisions=1)
-        rig.ghost.advance()  # the first advance also draws from snapshots 0 and 1
+        rig.ghost.advance()  # the first advance draws the opponent before it snapshots again
         if i == 0:
             (playing,) = rig.opponents(1)
     assert [s.snapshot_id for s in rig.ghost.window] == [3, 4]
-    assert playing.snapshot.snapshot_id in (0, 1)  # evicted, but still the opponent until a swap
+    assert playing.snapshot.snapshot_id == 0  # evicted, but still the opponent until a swap
     assert rig.opponents(1) == [playing]
     twin = GhostRig(artifact_dir=tmp_path / "twin", **options)
     twin.ghost.load_state_dict(rig.ghost.state_dict())
     (restored,) = twin.opponents(1)
-    assert restored.snapshot.snapshot_id == playing.snapshot.snapshot_id
+    assert restored.snapshot.snapshot_id == playing.snapshot.snapshot_id  # its original id
+    assert not restored.is_latest and twin.ghost.window.by_id(0) is None
+    assert restored.snapshot.rating == playing.snapshot.rating
     assert weights_equal(restored.snapshot.weights, playing.snapshot.weights)
     assert weights_equal(twin.ghost.acting_policy(BehaviorId("Arena", 1)).get_weights(),
                          playing.snapshot.weights)  # fmt: skip

@@ -23,7 +23,7 @@ from envs.stepping import InProcessStepper
 from ghost.behavior_id import BehaviorId
 from ghost.exceptions import EnvironmentSpecError
 from ghost.ghost_trainer import GhostTrainer
-from ghost.opponents import OpponentPolicy
+from ghost.opponents import LATEST, OpponentPolicy
 from ghost.session import TrainingSession
 from ghost.settings import NetworkSettings, RunOptions, SelfPlaySettings, TrainerSettings
 from tests.team_envs import TeamArenaEnv
@@ -289,7 +289,7 @@ def train_until_killed(run_path: Path, steps_after_checkpoint: int = 10) -> int:
     return last_step
 
 
-def test_resume_after_kill_restores_self_play_state(tmp_path):
+def test_resume_after_kill_restores_self_play_state(tmp_path, monkeypatch):
     run_path = tmp_path / "run"
     killed_at = train_until_killed(run_path)
     index = json.loads((run_path / "checkpoint.json").read_text())
@@ -300,7 +300,17 @@ def test_resume_after_kill_restores_self_play_state(tmp_path):
     assert index["controller"]["team_changes"] >= 1 and saved_ghost["next_snapshot_id"] > 3
 
     session = make_session(resume_env(), run_path, Arena=resume_settings())
+    ended: list[str] = []
+    end_episode = GhostTrainer.end_episode
+
+    def spy(self: GhostTrainer) -> None:
+        ended.append(self.behavior_name)
+        end_episode(self)
+
+    monkeypatch.setattr(GhostTrainer, "end_episode", spy)
     steps = session.start(resume=True)
+    # the environments restarted: nothing pending from before the kill carries over
+    assert ended == ["Arena"]
     try:
         trainer = session.trainers["Arena"]
         controller = session.controller
@@ -332,14 +342,19 @@ def test_resume_after_kill_restores_self_play_state(tmp_path):
             recorded = saved_ghost["opponents"][str(behavior_id)]
             assert len(policy.opponents) == len(recorded)
             for opponent, entry in zip(policy.opponents, recorded, strict=True):
-                if "weights" in entry:  # a frozen copy of the learner
-                    assert opponent.is_latest
-                    assert opponent.snapshot.rating == entry["snapshot"]["rating"]
+                if "weights" in entry:  # the latest copy, or a snapshot evicted while in play
+                    meta = entry["snapshot"]
+                    # restored with its original id: only the latest copy is "latest"
+                    assert opponent.snapshot.snapshot_id == meta["snapshot_id"]
+                    assert opponent.is_latest == (meta["snapshot_id"] == LATEST)
+                    assert opponent.is_latest or meta["snapshot_id"] not in window_ids
+                    assert (opponent.snapshot.step, opponent.snapshot.rating) == (
+                        meta["step"], meta["rating"])  # fmt: skip
                     for key, value in entry["weights"].items():
                         assert torch.equal(opponent.snapshot.weights[key], value)
-                elif entry["snapshot_id"] in window_ids:
+                else:  # a window snapshot: the very object of the restored window
+                    assert entry["snapshot_id"] in window_ids
                     assert opponent.snapshot is trainer.window.by_id(entry["snapshot_id"])
-                # an evicted snapshot still in play: test_resume_keeps_an_evicted_opponent
         check_acting_policies(session)
         # every snapshot the checkpoint names is a policy file of its own
         obs = [np.eye(3, dtype=np.float32)[[0, 1, 2]]]
@@ -386,12 +401,6 @@ class _Killed(BaseException):
     """Stands for SIGKILL arriving at one precise moment."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="GhostTrainer.state_dict() -> write_snapshots() deletes the files of evicted "
-    "snapshots before the new checkpoint index is written; a kill in between leaves an index "
-    "whose window names deleted snapshot files, and resume fails with CheckpointError",
-)
 def test_kill_while_checkpointing_leaves_a_resumable_run(tmp_path, monkeypatch):
     run_path = tmp_path / "run"
     session = make_session(resume_env(), run_path, Arena=resume_settings())
@@ -400,6 +409,11 @@ def test_kill_while_checkpointing_leaves_a_resumable_run(tmp_path, monkeypatch):
         steps = session.step_once(steps)
     index = json.loads((run_path / "checkpoint.json").read_text())
     assert index["behaviors"]["Arena"]["step"] == 160
+    saved = torch.load(run_path / index["behaviors"]["Arena"]["file"], weights_only=False)
+    named = [Path(m["path"]) for m in saved["ghost"]["window"]]
+    snapshot_dir = session.trainers["Arena"].snapshot_dir
+    # a complete checkpoint keeps exactly the files of its window
+    assert sorted(snapshot_dir.glob("snapshot-*.pt")) == sorted(named)
 
     def killed(obj, path):
         raise _Killed
@@ -408,9 +422,17 @@ def test_kill_while_checkpointing_leaves_a_resumable_run(tmp_path, monkeypatch):
     with pytest.raises(_Killed):
         session.checkpointer.save(session.trainers, session.controller)
     monkeypatch.undo()
+    # the killed checkpoint wrote the files of its newer snapshots but deleted none
+    assert all(path.is_file() for path in named)
+    assert len(list(snapshot_dir.glob("snapshot-*.pt"))) > len(named)
     resumed = make_session(resume_env(), run_path, Arena=resume_settings())
     try:
         resumed.start(resume=True)
-        assert resumed.trainers["Arena"].step == 160
+        trainer = resumed.trainers["Arena"]
+        assert isinstance(trainer, GhostTrainer)
+        assert trainer.step == 160
+        assert [s.path for s in trainer.window] == named
     finally:
         resumed.finish()
+    # the next complete checkpoint (on finish) deleted the files no window names
+    assert sorted(snapshot_dir.glob("snapshot-*.pt")) == sorted(named)
