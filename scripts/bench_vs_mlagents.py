@@ -9,7 +9,10 @@ hits both alike. ML-Agents runs through ``../shared/peers/mlagents_run.py`` in i
         --steps 100000
 
 Prints one line per run and the ratio of median agent-steps per second (all teams' agents).
-``--self-play-overhead`` instead compares our run with and without ``self_play``.
+``--self-play-overhead`` instead compares our run with and without ``self_play``. Without it, a
+two-team game is rejected, so that side runs ``--baseline-env`` (default: tennis with its teams
+merged into one behavior, ``scripts/merged_teams.py``): one policy for every agent, all experience
+trained, which is what ML-Agents does without ``self_play``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ PEER_SCRIPT = ROOT.parent / "shared" / "peers" / "mlagents_run.py"
 _OURS = """
 import json, sys, time, attrs, torch
 from pathlib import Path
+sys.path.insert(0, "scripts")
 from envs.sources import resolve_env
 from ghost.config_loader import load_options
 from ghost.learn import make_stepper
@@ -49,9 +53,11 @@ session = TrainingSession(options=options, stepper=make_stepper(options.env_sett
 start = time.perf_counter()
 session.run()
 wall = time.perf_counter() - start
-agent_steps = sum(t.step + getattr(t, "ghost_step", 0) for t in session.trainers.values())
+trainer_steps = sum(t.step for t in session.trainers.values())
+agent_steps = trainer_steps + sum(getattr(t, "ghost_step", 0) for t in session.trainers.values())
 print(json.dumps({"peer": "ghost-trainer", "wall_s": round(wall, 2),
-                  "agent_steps_per_s": round(agent_steps / wall, 1)}))
+                  "agent_steps_per_s": round(agent_steps / wall, 1),
+                  "trainer_steps_per_s": round(trainer_steps / wall, 1)}))
 """
 
 
@@ -90,11 +96,18 @@ def main() -> None:
         action="store_true",
         help="compare our run with and without self_play instead of ML-Agents",
     )
+    parser.add_argument(
+        "--baseline-env",
+        default="merged_teams:make_tennis",
+        help="env of the run without self_play (a game's teams merged into one behavior)",
+    )
     args = parser.parse_args()
     if args.self_play_overhead:
         runners = {
             "with self_play": lambda: run_ours(args.config, args.env, args.steps, True),
-            "without self_play": lambda: run_ours(args.config, args.env, args.steps, False),
+            "without self_play": lambda: run_ours(
+                args.config, args.baseline_env, args.steps, False
+            ),
         }
     else:
         runners = {
@@ -102,29 +115,34 @@ def main() -> None:
             "ml-agents 1.1": lambda: run_peer(args.config, args.env, args.steps),
         }
     rates: dict[str, list[float]] = {name: [] for name in runners}
+    trained: dict[str, list[float]] = {name: [] for name in runners}
     for repeat in range(args.repeats):
         for name, runner in runners.items():
             started = time.perf_counter()
             result = runner()
             rates[name].append(result["agent_steps_per_s"])
+            if "trainer_steps_per_s" in result:
+                trained[name].append(result["trainer_steps_per_s"])
             print(
                 f"[{repeat + 1}/{args.repeats}] {name:18s} {result['agent_steps_per_s']:>10.0f} "
                 f"agent-steps/s  (run wall {time.perf_counter() - started:.1f} s)",
                 flush=True,
             )
     first, second = list(rates)
-    ratio = statistics.median(rates[first]) / statistics.median(rates[second])
-    print(
-        json.dumps(
-            {
-                "env": args.env,
-                "config": args.config,
-                "steps": args.steps,
-                "median_agent_steps_per_s": {k: statistics.median(v) for k, v in rates.items()},
-                f"ratio {first} / {second}": round(ratio, 2),
-            }
-        )
-    )
+    summary = {
+        "env": args.env,
+        "config": args.config,
+        "steps": args.steps,
+        "median_agent_steps_per_s": {k: statistics.median(v) for k, v in rates.items()},
+        f"ratio {first} / {second}": round(
+            statistics.median(rates[first]) / statistics.median(rates[second]), 2
+        ),
+    }
+    if all(trained.values()):
+        summary["median_trainer_steps_per_s"] = {
+            k: statistics.median(v) for k, v in trained.items()
+        }
+    print(json.dumps(summary))
 
 
 if __name__ == "__main__":
