@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from ghost.ratings import MultiTeamRating, elo_change
 
-#: key of a learner's own multi-team rating (snapshot ids are >= 0, the latest copy is -1)
-LEARNER = -2
+#: key of a learner's own multi-team rating (opponents are keyed by ``Opponent.key``)
+LEARNER = "learner"
 
 if TYPE_CHECKING:
     from ghost.ghost_trainer import GhostTrainer
@@ -29,7 +29,7 @@ class GhostController:
         self.team_changes = 0
         self._reset_pending = False
         self._multi_team: MultiTeamRating | None = None
-        self._openskill: dict[tuple[str, int], Any] = {}
+        self._openskill: dict[tuple[str, str], Any] = {}
 
     @property
     def teams(self) -> list[int]:
@@ -82,11 +82,13 @@ class GhostController:
         opponents = [(name, o) for name, o in opponents if o is not None]
         if not opponents:
             return
+        for _, opponent in opponents:
+            learner.record_result(opponent, score)
         if len(opponents) == 1:
-            snapshot = opponents[0][1].snapshot
-            change = elo_change(learner.rating, snapshot.rating, score, learner.self_play.elo_k)
+            opponent = opponents[0][1]
+            change = elo_change(learner.rating, opponent.rating, score, learner.self_play.elo_k)
             learner.rating += change
-            snapshot.rating -= change
+            opponent.adjust_rating(-change)
             return
         self._report_multi_team(learner, opponents, score)
 
@@ -96,7 +98,7 @@ class GhostController:
         if self._multi_team is None:
             self._multi_team = MultiTeamRating(learner.self_play.initial_elo)
         learner_key = (learner.behavior_name, LEARNER)
-        keys = [(name, o.snapshot.snapshot_id) for name, o in opponents]
+        keys = [(name, o.key) for name, o in opponents]
         fresh = self._multi_team.new
         current = self._openskill.setdefault(learner_key, fresh())
         others = [self._openskill.setdefault(key, fresh()) for key in keys]
@@ -105,7 +107,7 @@ class GhostController:
         learner.rating = self._multi_team.as_elo(new_learner)
         for key, (_, opponent), rating in zip(keys, opponents, new_others, strict=True):
             self._openskill[key] = rating
-            opponent.snapshot.rating = self._multi_team.as_elo(rating)
+            opponent.adjust_rating(self._multi_team.as_elo(rating) - opponent.rating)
 
     def state_dict(self) -> dict[str, Any]:
         """JSON-safe: it goes into the run's checkpoint index."""
@@ -114,8 +116,8 @@ class GhostController:
             "learning_team": self.learning_team,
             "team_changes": self.team_changes,
             "multi_team_ratings": [
-                [name, snapshot_id, rating.mu, rating.sigma]
-                for (name, snapshot_id), rating in self._openskill.items()
+                [name, key, rating.mu, rating.sigma]
+                for (name, key), rating in self._openskill.items()
             ],
         }
 
@@ -131,6 +133,6 @@ class GhostController:
             initial = next(iter(self._trainers.values())).self_play.initial_elo
             self._multi_team = self._multi_team or MultiTeamRating(initial)
             self._openskill = {
-                (name, int(snapshot_id)): self._multi_team.model.rating(mu=mu, sigma=sigma)
-                for name, snapshot_id, mu, sigma in saved_ratings
+                (name, str(key)): self._multi_team.model.rating(mu=mu, sigma=sigma)
+                for name, key, mu, sigma in saved_ratings
             }

@@ -4,14 +4,16 @@ Per behavior name with ``self_play``. Step batches of the learning team go to th
 those of ghosted teams only add to the ghost step count. The learner's weights are snapshotted
 every ``save_steps`` trainer steps into a window (the untrained policy is the first snapshot).
 Ghosted teams act with ``OpponentPolicy``s whose opponents are redrawn on every team change and
-every ``swap_steps`` ghost steps: the latest learner with probability
-``play_against_latest_model_ratio``, else a uniform pick from the window, ``opponents_per_swap``
-draws spread over environments and arenas. Finished matches of the learning team update the
-ratings through the ``GhostController``.
+every ``swap_steps`` ghost steps by the configured sampling strategy (``ghost.sampling``; by
+default ML-Agents' rule: the latest learner with probability ``play_against_latest_model_ratio``,
+else a uniform pick from the window), ``opponents_per_swap`` draws spread over environments and
+arenas, fixed opponents included in the pool. Finished matches of the learning team update the
+ratings through the ``GhostController`` and the learner's win rates against each pool member.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +22,12 @@ from mlagents_envs.base_env import BehaviorSpec
 
 from ghost.behavior_id import BehaviorId
 from ghost.controller import GhostController
-from ghost.opponents import LATEST, Opponent, OpponentPolicy
+from ghost.opponents import LATEST, FixedOpponent, Opponent, OpponentPolicy
 from ghost.ratings import result_from_reward
+from ghost.sampling import Pool, make_sampler
 from ghost.settings import SelfPlaySettings
 from ghost.snapshots import Snapshot, SnapshotWindow
+from ghost.win_rates import WinRates
 from trainers.base import ExperienceQueue, Policy, StepBatch, Trainer
 from trainers.stats import ELO
 
@@ -38,6 +42,7 @@ class GhostTrainer(Trainer):
         controller: GhostController,
         self_play: SelfPlaySettings,
         seed: int = 0,
+        fixed_opponents: list[FixedOpponent] | None = None,
     ) -> None:
         super().__init__(
             behavior_name=trainer.behavior_name,
@@ -64,6 +69,11 @@ class GhostTrainer(Trainer):
         self._learning_queues: dict[BehaviorId, ExperienceQueue] = {}
         self._known_learning_team: int | None = None
         self.snapshot_dir = self.artifact_dir / "snapshots"
+        self.fixed_opponents = list(fixed_opponents or [])
+        self.sampler = make_sampler(self_play)
+        self.win_rates = WinRates(self_play.sampling.win_rate_window)
+        #: how often each pool member was drawn as an opponent
+        self.draw_counts: Counter[str] = Counter()
 
     # -- wiring ----------------------------------------------------------------------------
     def create_policy(self, behavior_id: BehaviorId, behavior_spec: BehaviorSpec) -> Policy:
@@ -185,18 +195,35 @@ class GhostTrainer(Trainer):
         )
         return snapshot
 
-    def _draw(self, latest: Snapshot) -> Opponent:
-        use_latest = self.rng.random() < self.self_play.play_against_latest_model_ratio
-        if use_latest or len(self.window) == 0:
-            return Opponent(latest)
-        return Opponent(self.window[int(self.rng.integers(len(self.window)))])
-
-    def _draw_opponents(self, behavior_id: BehaviorId) -> None:
+    def pool(self) -> Pool:
+        """The latest learner (frozen now), the window and the fixed opponents."""
         assert self.learner is not None
         latest = Snapshot(snapshot_id=LATEST, step=self.trainer.step, rating=self.rating,
                           weights=self.learner.get_weights())  # fmt: skip
-        draws = [self._draw(latest) for _ in range(self.self_play.opponents_per_swap)]
+        return Pool(
+            latest=Opponent(snapshot=latest),
+            window=[Opponent(snapshot=snapshot) for snapshot in self.window],
+            fixed=[Opponent(fixed=fixed) for fixed in self.fixed_opponents],
+        )
+
+    def _draw_opponents(self, behavior_id: BehaviorId) -> None:
+        pool = self.pool()
+        draws = [
+            self.sampler.draw(pool, self.win_rates, self.rng)
+            for _ in range(self.self_play.opponents_per_swap)
+        ]
+        self.draw_counts.update(opponent.key for opponent in draws)
         self.opponent_policies[behavior_id].assign(draws)
+
+    def record_result(self, opponent: Opponent, score: float) -> None:
+        """Book one match of the learner against ``opponent`` (score 1 / 0.5 / 0)."""
+        version = max(self.window.next_id - 1, 0)
+        self.win_rates.record(opponent.key, version, score)
+        stats = getattr(self.trainer, "stats", None)
+        if stats is not None:
+            stats.add("Self-play/Win Rate", score)
+            if opponent.is_fixed or opponent.is_latest:
+                stats.add(f"Self-play/Win Rate vs {opponent.key}", score)
 
     def _swap(self) -> None:
         """Redraw the opponents of every ghosted team of this behavior and publish them."""
@@ -223,7 +250,8 @@ class GhostTrainer(Trainer):
                 self.learner.save(snapshot.path, snapshot.weights)
 
     def after_checkpoint(self) -> None:
-        """The new checkpoint set is complete: files of evicted snapshots can go."""
+        """The new checkpoint set is complete: write the payoff table; evicted snapshots go."""
+        self.win_rates.write_payoff_csv(self.artifact_dir / "payoff.csv")
         keep = {s.path for s in self.window}
         for stale in self.snapshot_dir.glob("snapshot-*.pt"):
             if stale not in keep:
@@ -248,6 +276,9 @@ class GhostTrainer(Trainer):
                     for bid, policy in self.opponent_policies.items()
                 },
                 "rng": self.rng.bit_generator.state,
+                "win_rates": self.win_rates.state_dict(),
+                "draw_counts": dict(self.draw_counts),
+                "fixed_ratings": {f.name: f.rating for f in self.fixed_opponents},
             },
         }
 
@@ -279,22 +310,31 @@ class GhostTrainer(Trainer):
             if saved:
                 policy.assign([self._restore_opponent(entry) for entry in saved])
         self.rng.bit_generator.state = ghost["rng"]
+        self.win_rates.load_state_dict(ghost["win_rates"])
+        self.draw_counts = Counter(ghost["draw_counts"])
+        for fixed in self.fixed_opponents:
+            fixed.rating = float(ghost["fixed_ratings"].get(fixed.name, fixed.rating))
 
     def _opponent_state(self, opponent: Opponent) -> dict[str, Any]:
+        if opponent.fixed is not None:
+            return {"fixed": opponent.fixed.name}
         snapshot = opponent.snapshot
+        assert snapshot is not None
         if self.window.by_id(snapshot.snapshot_id) is snapshot:
             return {"snapshot_id": snapshot.snapshot_id}
         # the latest copy, or a snapshot evicted while still in play: keep its weights
         return {"snapshot": snapshot.metadata(), "weights": snapshot.weights}
 
     def _restore_opponent(self, entry: dict[str, Any]) -> Opponent:
+        if "fixed" in entry:
+            return Opponent(fixed=next(f for f in self.fixed_opponents if f.name == entry["fixed"]))
         if "weights" in entry:
             meta = entry["snapshot"]
-            return Opponent(Snapshot(snapshot_id=meta["snapshot_id"], step=meta["step"],
+            return Opponent(snapshot=Snapshot(snapshot_id=meta["snapshot_id"], step=meta["step"],
                                      rating=meta["rating"], weights=entry["weights"]))  # fmt: skip
         snapshot = self.window.by_id(entry["snapshot_id"])
         assert snapshot is not None, "a window opponent is saved with the window"
-        return Opponent(snapshot)
+        return Opponent(snapshot=snapshot)
 
     def close(self) -> None:
         self.trainer.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import attrs
 import numpy as np
@@ -17,14 +18,74 @@ LATEST = -1
 
 
 @attrs.define
-class Opponent:
-    """A drawn opponent. ``snapshot_id == LATEST``: a frozen copy of the learner at swap time."""
+class FixedOpponent:
+    """A permanent pool member: a scripted policy or another run's policy, never evicted."""
 
-    snapshot: Snapshot
+    name: str
+    policy: Any = attrs.field(repr=False)
+    rating: float
+    pinned: bool = True
+
+
+@attrs.define
+class Opponent:
+    """A drawn opponent: a snapshot (``snapshot_id == LATEST``: a frozen copy of the learner at
+    swap time) or a fixed opponent."""
+
+    snapshot: Snapshot | None = None
+    fixed: FixedOpponent | None = None
 
     @property
     def is_latest(self) -> bool:
-        return self.snapshot.snapshot_id == LATEST
+        return self.snapshot is not None and self.snapshot.snapshot_id == LATEST
+
+    @property
+    def is_fixed(self) -> bool:
+        return self.fixed is not None
+
+    @property
+    def key(self) -> str:
+        """Names the pool member in win-rate tables: ``latest``, ``snapshot-3``, ``fixed:medium``."""
+        if self.fixed is not None:
+            return f"fixed:{self.fixed.name}"
+        assert self.snapshot is not None
+        return "latest" if self.is_latest else f"snapshot-{self.snapshot.snapshot_id}"
+
+    @property
+    def rating(self) -> float:
+        return self.fixed.rating if self.fixed is not None else self.snapshot.rating  # type: ignore[union-attr]
+
+    def adjust_rating(self, change: float) -> None:
+        """Move the rating by ``change`` (a pinned fixed opponent keeps its rating)."""
+        if self.fixed is not None:
+            if not self.fixed.pinned:
+                self.fixed.rating += change
+        else:
+            assert self.snapshot is not None
+            self.snapshot.rating += change
+
+
+class _ActingAdapter:
+    """Gives a fixed opponent that only has ``act`` (a scripted policy) the ``sample`` call."""
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+
+    def sample(self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None) -> ActionOutput:
+        actions = self.policy.act(obs, action_mask)
+        n = obs[0].shape[0]
+        continuous = actions.continuous if actions.continuous is not None else np.zeros((n, 0))
+        return ActionOutput(actions=actions, log_probs=np.zeros(n, np.float32),
+                            continuous_raw=np.asarray(continuous, np.float32))  # fmt: skip
+
+    def act(self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None = None,
+            deterministic: bool = False) -> ActionTuple:  # fmt: skip
+        return self.policy.act(obs, action_mask, deterministic)
+
+
+def acting_form(policy: Any) -> Any:
+    """``policy`` with a ``sample`` method (trained policies have one, scripted ones get one)."""
+    return policy if hasattr(policy, "sample") else _ActingAdapter(policy)
 
 
 def opponent_slots(arenas: np.ndarray, count: int) -> np.ndarray:
@@ -37,16 +98,23 @@ class OpponentPolicy(ArenaPolicy):
 
     def __init__(self, *, make_policy: Callable[[], Policy]) -> None:
         self._make_policy = make_policy
-        self._policies: list[Policy] = [make_policy()]
-        self.behavior_spec = self._policies[0].behavior_spec
+        self._networks: list[Policy] = [make_policy()]
+        self._policies: list[Any] = list(self._networks)
+        self.behavior_spec = self._networks[0].behavior_spec
         self.opponents: list[Opponent] = []
 
     def assign(self, opponents: list[Opponent]) -> None:
-        """Play ``opponents`` from now on (loads their weights)."""
-        while len(self._policies) < len(opponents):
-            self._policies.append(self._make_policy())
-        for policy, opponent in zip(self._policies, opponents, strict=False):
-            policy.load_weights(opponent.snapshot.weights)
+        """Play ``opponents`` from now on (loads snapshot weights; fixed ones act themselves)."""
+        while len(self._networks) < len(opponents):
+            self._networks.append(self._make_policy())
+        self._policies = []
+        for network, opponent in zip(self._networks, opponents, strict=False):
+            if opponent.fixed is not None:
+                self._policies.append(acting_form(opponent.fixed.policy))
+            else:
+                assert opponent.snapshot is not None
+                network.load_weights(opponent.snapshot.weights)
+                self._policies.append(network)
         self.opponents = list(opponents)
 
     def opponent_in(self, arena: int) -> Opponent:
@@ -96,11 +164,12 @@ class OpponentPolicy(ArenaPolicy):
         return self._policies[0].act(obs, action_mask, deterministic)
 
     def get_weights(self) -> Weights:
-        return self._policies[0].get_weights()
+        return self._networks[0].get_weights()
 
     def load_weights(self, weights: Weights) -> None:
-        for policy in self._policies:
-            policy.load_weights(weights)
+        for network in self._networks:
+            network.load_weights(weights)
+        self._policies = list(self._networks[: max(len(self.opponents), 1)])
 
     def save(self, path: Path, weights: Weights | None = None) -> None:
-        self._policies[0].save(path, weights)
+        self._networks[0].save(path, weights)

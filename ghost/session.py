@@ -10,12 +10,15 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from mlagents_envs.base_env import BehaviorSpec
+
 from envs.stepping import EnvStepper, StepResult
 from ghost import registry
 from ghost.behavior_id import BehaviorId
 from ghost.behavior_matching import match_behaviors
 from ghost.checkpointing import RunCheckpointer
 from ghost.controller import GhostController
+from ghost.fixed_opponents import build_fixed_opponents
 from ghost.ghost_trainer import GhostTrainer
 from ghost.run_dir import safe_name
 from ghost.settings import RunOptions, TrainerSettings
@@ -58,7 +61,13 @@ class TrainingSession:
         self.interrupted = False
 
     # -- wiring ----------------------------------------------------------------------------
-    def _trainer_for(self, name: str) -> Trainer:
+    def _builtin_game(self) -> str | None:
+        from envs.games import BUILTIN_GAMES
+
+        env_path = self.options.env_settings.env_path
+        return env_path if env_path in BUILTIN_GAMES else None
+
+    def _trainer_for(self, name: str, spec: BehaviorSpec) -> Trainer:
         if name not in self.trainers:
             settings = self._settings[name]
             trainer_class = registry.trainer_class(settings.trainer_type)
@@ -71,9 +80,13 @@ class TrainingSession:
                 training=self.training,
             )
             if settings.self_play is not None:
+                fixed = build_fixed_opponents(
+                    settings.self_play, behavior_name=name, behavior_spec=spec,
+                    builtin_game=self._builtin_game(),
+                )  # fmt: skip
                 trainer = GhostTrainer(
                     trainer=trainer, controller=self.controller,
-                    self_play=settings.self_play, seed=self.seed,
+                    self_play=settings.self_play, seed=self.seed, fixed_opponents=fixed,
                 )  # fmt: skip
             self.trainers[name] = trainer
             interval = settings.checkpoint_interval
@@ -94,7 +107,7 @@ class TrainingSession:
             return
         self._settings = match_behaviors(self.options, specs)
         for behavior_id in new:
-            trainer = self._trainer_for(behavior_id.name)
+            trainer = self._trainer_for(behavior_id.name, specs[behavior_id])
             policy = trainer.create_policy(behavior_id, specs[behavior_id])
             trainer.add_policy(behavior_id, policy)
             queue = ExperienceQueue(behavior_id)
