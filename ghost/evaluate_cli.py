@@ -169,16 +169,18 @@ def format_snapshots(title: str, evaluations: Sequence[Any], *, snapshot_is_poli
         f"  {'win rate':>8} {'95% CI':<16} {'score':>5} {'95% CI':<16}"
         + ("  exploitability" if matrix else ""),
     ]
+    lines[-1] = lines[-1].rstrip()
     for evaluation in evaluations:
         r = evaluation.result
         step = "-" if evaluation.step is None else str(evaluation.step)
         own = r.exploitability if snapshot_is_policy else r.opponent_exploitability
-        lines.append(
+        row = (
             f"{evaluation.snapshot_id:>8} {step:>8} {_number(evaluation.rating, 1):>7} "
             f"{r.wins:>5} {r.draws:>5} {r.losses:>5} {r.interrupted:>4}  "
             f"{_number(r.win_rate):>8} {_ci(r.win_ci):<16} {_number(r.score):>5} "
             f"{_ci(r.score_ci):<16}" + (f"  {_number(own, 4):>14}" if matrix else "")
         )
+        lines.append(row.rstrip())
     if matrix and not snapshot_is_policy:
         lines.append(
             f"exploitability of {first.policy}: {_number(first.exploitability, 4)}"
@@ -197,7 +199,12 @@ def _setup_logging(debug: bool) -> None:
 def run(args: argparse.Namespace) -> int:
     """Carry out parsed ``ghost-eval`` arguments; prints the results."""
     # imported here, not at the top, so that --help answers without loading torch
+    import torch
+
     from ghost import evaluation, matches, report
+
+    # batches of a few dozen observations: extra threads only contend (as in ghost-learn on CPU)
+    torch.set_num_threads(1)
 
     source = Path(args.policy)
     if not source.exists() and matches.looks_like_path(args.policy):

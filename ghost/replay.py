@@ -52,6 +52,7 @@ COLORS = {
 }
 _PALETTE = Image.new("P", (1, 1))
 _PALETTE.putpalette([v for rgb in COLORS.values() for v in rgb] + [0, 0, 0] * (256 - len(COLORS)))
+_NO_DITHER = getattr(Image, "Dither", Image).NONE  # Image.Dither exists from Pillow 9.1
 
 
 def _font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
@@ -182,11 +183,12 @@ def draw_field(draw: ImageDraw.ImageDraw, state: dict[str, Any], policy_team: in
             outline=COLORS["line"],
         )
     if not two_goals:
+        # the save line is a rule of the game, not part of its render dict
         from envs.strikers_vs_goalie import SAVE_LINE
 
         top, bottom = px(SAVE_LINE, hy), px(SAVE_LINE, -hy)
-        for y in range(int(top[1]), int(bottom[1]), 12):
-            draw.line((top[0], y, top[0], y + 6), fill=COLORS["line"], width=1)
+        for dash in range(int(top[1]), int(bottom[1]), 12):
+            draw.line((top[0], dash, top[0], dash + 6), fill=COLORS["line"], width=1)
     for player in state["players"]:
         x, y = px(player["x"], player["y"])
         color = _team_color(player["team"], policy_team)
@@ -339,7 +341,7 @@ def record_match(
         match.close()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    paletted = [f.quantize(palette=_PALETTE, dither=Image.Dither.NONE) for f in frames]
+    paletted = [f.quantize(palette=_PALETTE, dither=_NO_DITHER) for f in frames]
     paletted[0].save(
         path,
         format="GIF",
