@@ -215,15 +215,19 @@ class GhostTrainer(Trainer):
         self.draw_counts.update(opponent.key for opponent in draws)
         self.opponent_policies[behavior_id].assign(draws)
 
+    def trainer_stats_add(self, key: str, value: float) -> None:
+        """Record a statistic with the wrapped trainer's reporter (if it has one)."""
+        stats = getattr(self.trainer, "stats", None)
+        if stats is not None:
+            stats.add(key, value)
+
     def record_result(self, opponent: Opponent, score: float) -> None:
         """Book one match of the learner against ``opponent`` (score 1 / 0.5 / 0)."""
         version = max(self.window.next_id - 1, 0)
         self.win_rates.record(opponent.key, version, score)
-        stats = getattr(self.trainer, "stats", None)
-        if stats is not None:
-            stats.add("Self-play/Win Rate", score)
-            if opponent.is_fixed or opponent.is_latest:
-                stats.add(f"Self-play/Win Rate vs {opponent.key}", score)
+        self.trainer_stats_add("Self-play/Win Rate", score)
+        if opponent.is_fixed or opponent.is_latest:
+            self.trainer_stats_add(f"Self-play/Win Rate vs {opponent.key}", score)
 
     def _swap(self) -> None:
         """Redraw the opponents of every ghosted team of this behavior and publish them."""

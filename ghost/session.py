@@ -21,6 +21,7 @@ from ghost.controller import GhostController
 from ghost.fixed_opponents import build_fixed_opponents
 from ghost.ghost_trainer import GhostTrainer
 from ghost.run_dir import safe_name
+from ghost.scheduled_evaluation import ScheduledEvaluation
 from ghost.settings import RunOptions, TrainerSettings
 from trainers.agent_processor import AgentProcessor
 from trainers.base import ExperienceQueue, Policy, PolicyQueue, Trainer
@@ -58,6 +59,7 @@ class TrainingSession:
         self._next_checkpoint: dict[str, int] = {}
         self._saved_at: dict[str, int] | None = None
         self._settings: dict[str, TrainerSettings] = {}
+        self.evaluations: dict[str, ScheduledEvaluation] = {}
         self.interrupted = False
 
     # -- wiring ----------------------------------------------------------------------------
@@ -118,7 +120,18 @@ class TrainingSession:
             self.processors[behavior_id] = AgentProcessor(
                 policy=self.acting_policy(trainer, behavior_id), queue=queue
             )
+            self._schedule_evaluation(trainer, behavior_id)
             logger.info("Connected behavior %s (trainer %s)", behavior_id, type(trainer).__name__)
+
+    def _schedule_evaluation(self, trainer: Trainer, behavior_id: BehaviorId) -> None:
+        if not isinstance(trainer, GhostTrainer) or behavior_id.name in self.evaluations:
+            return
+        settings = trainer.self_play.evaluation
+        if settings is not None and self.training:
+            self.evaluations[behavior_id.name] = ScheduledEvaluation(
+                trainer=trainer, settings=settings, game=self._builtin_game(),
+                behavior_id=behavior_id, seed=self.seed,
+            )  # fmt: skip
 
     def initialize_from(self, policy_files: dict[str, Path]) -> None:
         """Start behaviors from the weights of earlier runs' policy files."""
@@ -149,6 +162,8 @@ class TrainingSession:
             for name, trainer in self.trainers.items():
                 interval = trainer.settings.checkpoint_interval
                 self._next_checkpoint[name] = (trainer.step // interval + 1) * interval
+            for evaluation in self.evaluations.values():
+                evaluation.next_step = evaluation.after(evaluation.trainer.step)
             self._apply_published_policies(force=True)
         else:
             self.initialize_from(self.initialize_from_files)
@@ -184,6 +199,8 @@ class TrainingSession:
                 trainer.end_episode()
             steps = self.stepper.reset()
         self._apply_published_policies()
+        for evaluation in self.evaluations.values():
+            evaluation.maybe_run()
         self._maybe_checkpoint()
         return steps
 

@@ -190,3 +190,26 @@ def test_fixed_opponents_play_are_rated_and_land_in_the_payoff_table(tmp_path):
     assert rows[0][0] == "learner version" and "fixed:weak" in rows[0]
     column = rows[0].index("fixed:weak")
     assert any(row[column] for row in rows[1:])
+
+
+def test_scheduled_evaluation_is_logged_apart_from_training(tmp_path, caplog):
+    fixed = [{"name": "random", "scripted": "random"}, {"name": "strong", "scripted": "strong"}]
+    options = _tennis_options(
+        tmp_path, fixed, evaluation={"every_steps": 2000, "games": 20, "opponents": ["random"]}
+    )
+    session = _session(tmp_path / "run", options)
+    with caplog.at_level("INFO", logger="ghost.evaluation"):
+        session.run()
+    ghost = session.trainers["Tennis"]
+    lines = [r.getMessage() for r in caplog.records if "Evaluation against" in r.getMessage()]
+    assert len(lines) == 2 and all("against random" in line for line in lines)  # steps 2000, 4000
+    assert "Evaluation/random Win Rate" in ghost.trainer.stats.latest
+    assert "Evaluation/strong Win Rate" not in ghost.trainer.stats.latest
+    # evaluation games are kept apart: the same run without evaluation trains identically
+    plain = _session(tmp_path / "plain", _tennis_options(tmp_path, fixed))
+    plain.run()
+    other = plain.trainers["Tennis"]
+    assert other.step == ghost.step and other.rating == ghost.rating
+    assert dict(other.draw_counts) == dict(ghost.draw_counts)
+    for key, value in other.learner.get_weights().items():
+        torch.testing.assert_close(ghost.learner.get_weights()[key], value)
