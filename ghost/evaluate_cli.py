@@ -30,6 +30,7 @@ examples:
   ghost-eval results/svg --side Goalie --against strong   the goalie of an asymmetric game
   ghost-eval results/tennis --against strong --record tennis.gif
   ghost-eval results/tennis --report tennis.png           Elo and reward curves of the run
+  ghost-eval results/tennis --league --include-levels medium,strong   rate the run's players
 
 POLICY is a policy file (final <Behavior>.pt, checkpoint or snapshot) or a run folder
 (results/<run-id>: its final policy). OPPONENT is a scripted level of the game (random, weak,
@@ -102,6 +103,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--report",
         metavar="OUT.png",
         help="draw the run's Elo and cumulative reward curves (needs matplotlib)",
+    )
+    parser.add_argument(
+        "--league",
+        action="store_true",
+        help="round robin between the run's snapshots, final policy and fixed opponents "
+        "(POLICY a run folder); prints Elo (Bradley-Terry fit) and OpenSkill ratings",
+    )
+    parser.add_argument(
+        "--games-per-pair",
+        type=int,
+        metavar="N",
+        help="--league: games each pair plays (default: 40)",
+    )
+    parser.add_argument(
+        "--include-levels",
+        default="",
+        metavar="LEVELS",
+        help="--league: scripted levels to add as players, comma-separated (e.g. medium,strong)",
     )
     parser.add_argument("--debug", action="store_true", help="tracebacks for user errors")
     return parser
@@ -222,6 +241,10 @@ def run(args: argparse.Namespace) -> int:
         path = report.write_report(run_root, args.report)
         output["report"] = str(path)
         text.append(f"report: {path}")
+    if args.league:
+        return _league(args, source, run_root, output, text)
+    if args.include_levels or args.games_per_pair is not None:
+        raise ConfigError("--games-per-pair and --include-levels need --league")
     if args.against is None:
         if args.record or args.each_snapshot:
             raise ConfigError("--record and --each-snapshot need --against OPPONENT")
@@ -297,6 +320,45 @@ def _evaluate_snapshots(
     output["evaluations"] = [row.to_dict() for row in rows]
     text.append(format_snapshots(title, rows, snapshot_is_policy=args.each_snapshot))
     return replay_opponent
+
+
+def _league(
+    args: argparse.Namespace,
+    source: Path,
+    run_root: Path | None,
+    output: dict[str, Any],
+    text: list[str],
+) -> int:
+    from ghost.league import format_league, play_league
+
+    if run_root is None:
+        raise ConfigError(f"--league needs a run folder (results/<run-id>); {source} is not one")
+    if args.against or args.each_snapshot or args.record or args.side:
+        raise ConfigError(
+            "--league plays the run's own players against each other; leave out --against, "
+            "--each-snapshot, --record and --side (add scripted levels with --include-levels)"
+        )
+    tty = sys.stderr.isatty()
+
+    def progress(done: int, total: int, result: Any) -> None:
+        line = f"league: {done}/{total} pairs ({result.player} vs {result.opponent})"
+        if tty:  # one line, rewritten in place
+            line = "\r" + line + "\033[K"
+        print(line, file=sys.stderr, end="\n" if not tty or done == total else "", flush=True)
+
+    table = play_league(
+        run_root,
+        games_per_pair=40 if args.games_per_pair is None else args.games_per_pair,
+        include_levels=[level.strip() for level in args.include_levels.split(",") if level.strip()],
+        seed=args.seed,
+        game=args.game,
+        num_arenas=args.num_arenas,
+        deterministic=args.deterministic,
+        progress=progress,
+    )
+    output["league"] = table.to_dict()
+    text.append(format_league(table))
+    return _emit(args, output, text)
 
 
 def _record(
