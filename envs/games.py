@@ -8,7 +8,8 @@
 - ``tennis``: ``Tennis?team=0`` and ``?team=1``, 1 agent each per arena; 2 continuous actions;
   10 observations; one point per episode, interrupted after 300 steps.
 - ``soccer``: ``SoccerTwos?team=0/1``, 2 agents each (one group per team); discrete (3, 3);
-  16 observations; one goal (group rewards), interrupted after 400 steps.
+  16 observations; one goal (group rewards ±1, small individual shaping), interrupted after
+  400 steps.
 - ``strikers_vs_goalie``: ``Striker?team=0`` (2 agents; discrete (3, 3); 15 observations) and
   ``Goalie?team=1`` (1 agent; discrete (3, 3, 2); 13 observations); goal, save, or after 200
   steps a goalie win (never interrupted).
@@ -93,7 +94,7 @@ def scripted_policy(
         )
     roles = {role.name: role for role in _GAME_CLASSES[game].ROLES}
     entry = _LEVELS[game][level]
-    name = BehaviorId.parse(behavior).name if behavior is not None else None
+    name = BehaviorId.parse(behavior).name if behavior is not None else ""
     if isinstance(entry, dict):
         if name not in entry:
             raise ValueError(
@@ -102,6 +103,6 @@ def scripted_policy(
             )
         return entry[name](action_spec=roles[name].action_spec, seed=seed)
     role = next(iter(roles.values()))
-    if name is not None and name not in roles:
+    if name and name not in roles:
         raise ValueError(f"game {game!r} has behavior {role.name!r}, not {behavior!r}")
     return entry(action_spec=role.action_spec, seed=seed)

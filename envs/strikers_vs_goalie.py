@@ -9,7 +9,13 @@ The field and ball physics are SoccerTwos' (``envs.soccer``), with one goal, at 
 - ``max_episode_steps`` (default 200) pass: the goalie held out, so the goalie wins. This is a
   real result, not an interruption: running the clock out is a goalie's way to win.
 
-Rewards are individual (no groups). Behaviors differ in observations and actions:
+Rewards are individual (no groups). As in soccer, small potential-based shapings help PPO start:
+every player earns ``approach_reward`` (default 0.2) × its approach to the ball (capped at
+``soccer.APPROACH_RANGE``, ±0.2 per episode at most), and the ball's progress toward the goal pays
+``ball_progress_reward`` (default 0.1) × progress / (``FIELD_X - SAVE_LINE``) to each striker and
+costs the goalie as much. One step's shaping stays below 0.1, so the last step's sign is the result.
+
+Behaviors differ in observations and actions:
 
 ``Striker?team=0`` (2 per arena): two discrete branches of 3 (move along x and y, as in soccer).
 Observation (15): own position (2), own velocity (2), ball position (2), ball velocity (2), ball
@@ -30,11 +36,13 @@ from mlagents_envs.base_env import ActionSpec
 
 from envs.scripted import RandomPolicy, ScriptedPolicy, move_branch
 from envs.soccer import (
+    APPROACH_RANGE,
     CONTACT,
     FIELD_X,
     FIELD_Y,
     KICK_SPEED,
     PLAYER_SPEED,
+    approach_distance,
     attack_target,
     bounce,
     kick_and_roll,
@@ -57,7 +65,11 @@ STRIKERS_SCORE = np.array([1.0, 1.0, -1.0])
 
 
 class StrikersVsGoalie(VectorGame):
-    """Two strikers try to score past one goalie before time runs out; see the module docstring."""
+    """Two strikers try to score past one goalie before time runs out; see the module docstring.
+
+    :param approach_reward: scale of the approach-the-ball shaping (0 turns it off).
+    :param ball_progress_reward: scale of the ball-progress shaping (0 turns it off).
+    """
 
     ROLES = (
         Role(
@@ -76,6 +88,13 @@ class StrikersVsGoalie(VectorGame):
         ),
     )
     DEFAULT_MAX_EPISODE_STEPS = 200
+
+    def __init__(
+        self, *, approach_reward: float = 0.2, ball_progress_reward: float = 0.1, **kwargs
+    ) -> None:
+        self.approach_reward = approach_reward
+        self.ball_progress_reward = ball_progress_reward
+        super().__init__(**kwargs)
 
     def _allocate_state(self) -> None:
         n = self.num_arenas
@@ -100,6 +119,8 @@ class StrikersVsGoalie(VectorGame):
 
     def _advance(self, actions: list[RoleActions]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         strikers, goalie = actions[0].discrete, actions[1].discrete
+        near = approach_distance(self.pos, self.ball)
+        ball_x = np.clip(self.ball[:, 0], SAVE_LINE, FIELD_X)
         self.diving = goalie[:, 0, 2] == 1
         moves = np.concatenate([strikers, goalie[:, :, :2]], axis=1)
         speed = np.full((self.num_arenas, 3), PLAYER_SPEED)
@@ -114,8 +135,14 @@ class StrikersVsGoalie(VectorGame):
         saved = ~goal & self.goalie_touched_last & (self.ball[:, 0] < SAVE_LINE)
         done = goal | saved
         bounce(self.ball, self.ball_v, through_x=goal)
-        outcome = (goal.astype(np.float64) - saved)[:, None] * STRIKERS_SCORE
-        return outcome, np.zeros_like(outcome), done
+        reward = (goal.astype(np.float64) - saved)[:, None] * STRIKERS_SCORE
+        progress = np.clip(self.ball[:, 0], SAVE_LINE, FIELD_X) - ball_x
+        reward += (
+            self.ball_progress_reward * progress[:, None] / (FIELD_X - SAVE_LINE) * STRIKERS_SCORE
+        )
+        closer = near - approach_distance(self.pos, self.ball)
+        reward += self.approach_reward * closer / APPROACH_RANGE
+        return reward, np.zeros_like(reward), done
 
     def _timeout_outcome(self, arenas: np.ndarray) -> np.ndarray:
         return np.tile(-STRIKERS_SCORE, (len(arenas), 1))

@@ -207,7 +207,7 @@ def _decode(obs: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
-def _fall_time(height: np.ndarray, vy: np.ndarray, level: float) -> np.ndarray:
+def _fall_time(height: np.ndarray, vy: np.ndarray | float, level: float) -> np.ndarray:
     """Seconds until a ball at ``height`` rising at ``vy`` falls through ``level``."""
     return (vy + np.sqrt(np.maximum(vy * vy + 2.0 * GRAVITY * (height - level), 0.0))) / GRAVITY
 

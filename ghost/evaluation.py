@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import attrs
 import numpy as np
@@ -314,6 +315,46 @@ def _game_of(run_dir: Path, game: str | None) -> str:
     return inferred
 
 
+def _evaluate_snapshots(
+    snapshots: Sequence[SnapshotInfo],
+    *,
+    snapshots_play: Literal["policy", "opponent"],
+    other: Any,
+    game: str,
+    side: str | None,
+    episodes: int,
+    seed: int,
+    num_arenas: int | None,
+    deterministic: bool,
+) -> list[SnapshotEvaluation]:
+    """One ``evaluate`` per snapshot, in the order given, each snapshot against ``other``.
+
+    :param snapshots_play: ``"policy"``: each snapshot is the evaluated policy and ``other`` its
+        opponent; ``"opponent"``: ``other`` is the evaluated policy, each snapshot its opponent.
+    :param side: the behavior the evaluated policy plays (see ``evaluate``).
+    """
+    evaluations = []
+    for snapshot in snapshots:
+        if snapshots_play == "policy":
+            policy, opponent = snapshot.path, other
+        else:
+            policy, opponent = other, snapshot.path
+        result = evaluate(
+            game=game,
+            policy=policy,
+            opponent=opponent,
+            episodes=episodes,
+            seed=seed,
+            num_arenas=num_arenas,
+            deterministic=deterministic,
+            side=side,
+        )
+        evaluations.append(
+            SnapshotEvaluation(snapshot.snapshot_id, snapshot.step, snapshot.rating, result)
+        )
+    return evaluations
+
+
 def evaluate_run(
     run_dir: str | Path,
     behavior: str,
@@ -334,24 +375,17 @@ def evaluate_run(
     """
     run_dir = Path(run_dir)
     game = _game_of(run_dir, game)
-    return [
-        SnapshotEvaluation(
-            snapshot.snapshot_id,
-            snapshot.step,
-            snapshot.rating,
-            evaluate(
-                game=game,
-                policy=snapshot.path,
-                opponent=opponent,
-                episodes=episodes,
-                seed=seed,
-                num_arenas=num_arenas,
-                deterministic=deterministic,
-                side=behavior,
-            ),
-        )
-        for snapshot in run_snapshots(run_dir, BehaviorId.parse(behavior).name)
-    ]
+    return _evaluate_snapshots(
+        run_snapshots(run_dir, BehaviorId.parse(behavior).name),
+        snapshots_play="policy",
+        other=opponent,
+        game=game,
+        side=behavior,
+        episodes=episodes,
+        seed=seed,
+        num_arenas=num_arenas,
+        deterministic=deterministic,
+    )
 
 
 def evaluate_against_snapshots(
@@ -371,22 +405,14 @@ def evaluate_against_snapshots(
     symmetric game, e.g. the final policy against its own past; ``Goalie`` for ``Striker``).
     """
     run_dir = Path(run_dir)
-    snapshots: list[SnapshotInfo] = run_snapshots(run_dir, opponent_behavior(game, side))
-    return [
-        SnapshotEvaluation(
-            snapshot.snapshot_id,
-            snapshot.step,
-            snapshot.rating,
-            evaluate(
-                game=game,
-                policy=policy,
-                opponent=snapshot.path,
-                episodes=episodes,
-                seed=seed,
-                num_arenas=num_arenas,
-                deterministic=deterministic,
-                side=side,
-            ),
-        )
-        for snapshot in snapshots
-    ]
+    return _evaluate_snapshots(
+        run_snapshots(run_dir, opponent_behavior(game, side)),
+        snapshots_play="opponent",
+        other=policy,
+        game=game,
+        side=side,
+        episodes=episodes,
+        seed=seed,
+        num_arenas=num_arenas,
+        deterministic=deterministic,
+    )

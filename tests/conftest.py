@@ -64,3 +64,17 @@ def write_yaml(tmp_path: Path) -> Callable[..., Path]:
         return path
 
     return write
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Torch computes on one thread during the test; the previous thread count is restored after.
+
+    Modules opt in with ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``.
+    """
+    import torch  # here, not at the top: tests that never use torch need not import it
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

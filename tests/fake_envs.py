@@ -10,22 +10,15 @@ from mlagents_envs.base_env import (
     BehaviorMapping,
     BehaviorSpec,
     DecisionSteps,
-    DimensionProperty,
-    ObservationSpec,
-    ObservationType,
     TerminalSteps,
 )
+
+from envs.specs import vector_observation_spec
 
 
 def spec(obs_size: int = 6, *, continuous: int = 2, discrete: tuple[int, ...] = ()) -> BehaviorSpec:
     """A behavior spec with one vector observation."""
-    observation = ObservationSpec(
-        shape=(obs_size,),
-        dimension_property=(DimensionProperty.NONE,),
-        observation_type=ObservationType.DEFAULT,
-        name="vector",
-    )
-    return BehaviorSpec([observation], ActionSpec(continuous, discrete))
+    return BehaviorSpec([vector_observation_spec(obs_size)], ActionSpec(continuous, discrete))
 
 
 class FakeEnv(BaseEnv):

@@ -33,12 +33,10 @@ from mlagents_envs.base_env import (
     BaseEnv,
     BehaviorSpec,
     DecisionSteps,
-    DimensionProperty,
-    ObservationSpec,
-    ObservationType,
     TerminalSteps,
 )
 
+from envs.specs import vector_observation_spec
 from envs.stepping import BehaviorSteps
 from ghost.behavior_id import BehaviorId
 from ghost.controller import GhostController
@@ -48,17 +46,7 @@ from trainers.base import ActionOutput, ExperienceQueue, PolicyQueue, StepBatch,
 from trainers.policy import TorchPolicy
 
 OBS_SIZE = 3
-SPEC = BehaviorSpec(
-    [
-        ObservationSpec(
-            shape=(OBS_SIZE,),
-            dimension_property=(DimensionProperty.NONE,),
-            observation_type=ObservationType.DEFAULT,
-            name="vector",
-        )
-    ],
-    ActionSpec(0, (3,)),
-)
+SPEC = BehaviorSpec([vector_observation_spec(OBS_SIZE)], ActionSpec(0, (3,)))
 
 
 class TeamArenaEnv(BaseEnv):
@@ -75,10 +63,14 @@ class TeamArenaEnv(BaseEnv):
     ) -> None:
         self.names = list(behaviors)
         roles = len(self.names)
-        lengths = [episode_length] * roles if isinstance(episode_length, int) else list(episode_length)
+        lengths = (
+            [episode_length] * roles if isinstance(episode_length, int) else list(episode_length)
+        )
         assert len(lengths) == roles and min(lengths) >= 1
         self.lengths = np.asarray(lengths, dtype=np.int64)
-        self.final_rewards = None if final_rewards is None else np.asarray(final_rewards, np.float32)
+        self.final_rewards = (
+            None if final_rewards is None else np.asarray(final_rewards, np.float32)
+        )
         self.num_arenas = num_arenas
         self.rng = np.random.default_rng(seed)
         self.resets = 0
@@ -187,7 +179,9 @@ class TeamArenaEnv(BaseEnv):
 
 
 def tiny_policy(spec: BehaviorSpec = SPEC) -> TorchPolicy:
-    return TorchPolicy(behavior_spec=spec, network_settings=NetworkSettings(hidden_units=8, num_layers=1))
+    return TorchPolicy(
+        behavior_spec=spec, network_settings=NetworkSettings(hidden_units=8, num_layers=1)
+    )
 
 
 class RecordingTrainer(Trainer):

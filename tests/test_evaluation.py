@@ -41,12 +41,7 @@ env_settings: {env_path: rock_paper_scissors, seed: 0}
 """
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def save_policy(path: Path, game: str, behavior: str, probs: tuple[float, ...] | None = None):

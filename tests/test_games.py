@@ -14,7 +14,7 @@ from envs.games import BUILTIN_GAMES, make_game, scripted_levels, scripted_polic
 from envs.matrix_games import BiasedRPS, RockPaperScissors, exploitability
 from envs.scripted import play_matches
 from envs.soccer import SoccerTwos
-from envs.vector_game import VectorGame
+from envs.vector_game import VectorGame, mix_seed
 from ghost.behavior_id import BehaviorId
 
 GAMES = sorted(BUILTIN_GAMES)
@@ -126,6 +126,7 @@ def test_same_seed_same_trajectory_and_workers_differ(game: str) -> None:
                 out += [decision.obs[0], decision.reward, terminal.agent_id, terminal.reward]
         return out
 
+    assert mix_seed(-1, 0) is None  # ML-Agents' seed -1: fresh entropy
     first, second = trajectory(0), trajectory(0)
     assert all(np.array_equal(a, b) for a, b in zip(first, second, strict=True))
     if game in ("tennis", "soccer", "strikers_vs_goalie"):
@@ -162,6 +163,8 @@ def test_results_have_opposite_signs_and_interruptions_only_on_timeout(
             assert np.all((np.abs(total[done]) >= 0.9) & (np.abs(total[done]) <= 1.1))
             for arena, value in zip(arenas[done], total[done], strict=True):
                 results.setdefault(arena, {}).setdefault(team, set()).add(np.sign(value))
+            decision, _ = env.get_steps(name)
+            assert np.all(np.abs(decision.reward + decision.group_reward) <= 0.1)  # shaping only
             seen["interrupted"] += int(terminal.interrupted.sum())
             seen["decided"] += int(done.sum())
         for by_team in results.values():
@@ -182,7 +185,7 @@ def test_strikers_timeout_is_a_goalie_win() -> None:
 
 
 def test_soccer_group_ids_and_group_rewards() -> None:
-    env = make_game("soccer", num_arenas=ARENAS, seed=4)
+    env = make_game("soccer", num_arenas=ARENAS, seed=4, approach_reward=0.0)
     groups = {}
     for name in env.behavior_specs:
         decision, _ = env.get_steps(name)
@@ -197,7 +200,7 @@ def test_soccer_group_ids_and_group_rewards() -> None:
         assert team0[0] == team0[1] and team1[0] == team1[1] and team0[0] != team1[0]
     assert len(set(groups.values())) == 2 * ARENAS
     # a goal: the ball placed just in front of team 1's goal, rolling in
-    with_individual = SoccerTwos(num_arenas=ARENAS, individual_reward=True)
+    with_individual = SoccerTwos(num_arenas=ARENAS, individual_reward=True, approach_reward=0.0)
     for game_env, individual in ((env, 0.0), (with_individual, 1.0)):
         game_env.ball[0] = [5.9, 0.0]
         game_env.ball_v[0] = [3.0, 0.0]
@@ -206,7 +209,8 @@ def test_soccer_group_ids_and_group_rewards() -> None:
         conceder = game_env.get_steps("SoccerTwos?team=1")[1]
         assert list(scorer.agent_id) == [0, 1] and list(conceder.agent_id) == [2, 3]
         assert np.all(scorer.group_reward == 1) and np.all(conceder.group_reward == -1)
-        # the individual reward is the ±1 (if asked for) plus the ball-progress shaping
+        # the individual reward is the ±1 (if asked for) plus the ball-progress shaping (the
+        # approach shaping is off here)
         np.testing.assert_allclose(scorer.reward, individual + 0.1 * 0.1 / 6, atol=1e-6)
         np.testing.assert_allclose(conceder.reward, -scorer.reward)
         assert not scorer.interrupted.any()

@@ -18,13 +18,7 @@ from ghost.opponents import LATEST, OpponentPolicy
 from ghost.snapshots import SnapshotWindow
 from tests.team_envs import GhostRig
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def weights_equal(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
@@ -90,7 +84,7 @@ def test_asymmetric_batches_collected_while_ghosted_never_reach_the_trainer(tmp_
         striker.ghost.advance()
         goalie.ghost.advance()
         controller.should_reset()
-        new = striker.inner.received[seen[0]:] + goalie.inner.received[seen[1]:]
+        new = striker.inner.received[seen[0] :] + goalie.inner.received[seen[1] :]
         leaked += [b.behavior_id for b in new if b.behavior_id.team != collected_under]
     assert controller.team_changes >= 3
     assert leaked == []

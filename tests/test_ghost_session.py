@@ -36,12 +36,7 @@ TWO_TEAMS = ("Arena?team=0", "Arena?team=1")
 ARENAS = 8  # every env step gives the learning team 8 transitions
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def trainer_settings(*, self_play: SelfPlaySettings | None, max_steps: int = 10**6,
@@ -56,10 +51,22 @@ def trainer_settings(*, self_play: SelfPlaySettings | None, max_steps: int = 10*
     )
 
 
-def make_session(env: TeamArenaEnv, run_path: Path, **behaviors: TrainerSettings) -> TrainingSession:
+def make_session(
+    env: TeamArenaEnv, run_path: Path, **behaviors: TrainerSettings
+) -> TrainingSession:
     return TrainingSession(
         options=RunOptions(behaviors=behaviors), stepper=InProcessStepper(env), run_path=run_path
     )
+
+
+def train_for(session: TrainingSession, env_steps: int) -> None:
+    """Start ``session`` without resuming, step it ``env_steps`` times, then finish it."""
+    steps = session.start(resume=False)
+    try:
+        for _ in range(env_steps):
+            steps = session.step_once(steps)
+    finally:
+        session.finish()
 
 
 def check_acting_policies(session: TrainingSession) -> None:
@@ -217,12 +224,7 @@ def test_odd_behavior_names_train_with_self_play(tmp_path):
     env = TeamArenaEnv(behaviors=(f"{name}?team=3", f"{name}?team=5"), num_arenas=4)
     settings = trainer_settings(self_play=SelfPlaySettings(save_steps=16, team_change=32))
     session = make_session(env, tmp_path, **{name: settings})
-    steps = session.start(resume=False)
-    try:
-        for _ in range(20):
-            steps = session.step_once(steps)
-    finally:
-        session.finish()
+    train_for(session, 20)
     assert list(session.trainers) == [name]
     assert sorted(session.processors) == [BehaviorId(name, 3), BehaviorId(name, 5)]
     assert session.controller.teams == [3, 5] and session.controller.team_changes >= 1
@@ -236,8 +238,9 @@ def test_odd_behavior_names_train_with_self_play(tmp_path):
 def resume_settings() -> TrainerSettings:
     """A run that, by its first checkpoint (step 160), changed teams, swapped and evicted."""
     return trainer_settings(
-        self_play=SelfPlaySettings(save_steps=32, team_change=96, swap_steps=48, window=3,
-                                   opponents_per_swap=2),  # fmt: skip
+        self_play=SelfPlaySettings(
+            save_steps=32, team_change=96, swap_steps=48, window=3, opponents_per_swap=2
+        ),  # fmt: skip
         checkpoint_interval=160,
     )
 
@@ -379,12 +382,7 @@ def test_resume_after_kill_restores_self_play_state(tmp_path, monkeypatch):
 def test_snapshots_are_loadable_policy_files(tmp_path):
     run_path = tmp_path / "run"
     session = make_session(resume_env(), run_path, Arena=resume_settings())
-    steps = session.start(resume=False)
-    try:
-        for _ in range(30):
-            steps = session.step_once(steps)
-    finally:
-        session.finish()
+    train_for(session, 30)
     trainer = session.trainers["Arena"]
     assert len(trainer.window) == 3
     obs = [np.eye(3, dtype=np.float32)[[0, 1, 2, 0]]]

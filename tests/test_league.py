@@ -16,30 +16,26 @@ from ghost import cli as learn_cli
 from ghost.evaluate_cli import main
 from ghost.exceptions import ConfigError
 from ghost.league import (
-    ELO_MEAN,
     FINAL,
     FIXED,
     SCRIPTED,
     SNAPSHOT,
+    league_pairs,
+    league_players,
+    play_league,
+)
+from ghost.league_ratings import (
+    ELO_MEAN,
     PairResult,
     fit_bradley_terry,
     fit_elo,
-    league_pairs,
-    league_players,
     openskill_ratings,
-    play_league,
 )
 from ghost.ratings import elo_expected
 from ghost.settings import NetworkSettings
 from trainers.policy import TorchPolicy
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _simulated(strengths: dict[str, float], games: int, seed: int = 0) -> list[PairResult]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 
 from ghost.controller import GhostController
 from ghost.ratings import (
@@ -19,13 +18,7 @@ from ghost.ratings import (
 )
 from tests.team_envs import GhostRig
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # -- pure arithmetic ----------------------------------------------------------------------------------

@@ -6,7 +6,6 @@ import sys
 
 import numpy as np
 import pytest
-import torch
 from PIL import Image
 
 from envs.games import make_game
@@ -17,13 +16,7 @@ from ghost.report import ELO_TAG, REWARD_TAG, read_curves, write_report
 from ghost.settings import NetworkSettings
 from trainers.policy import TorchPolicy
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def frames_of(path) -> list[np.ndarray]:

@@ -12,10 +12,11 @@ import pytest
 import torch
 from mlagents_envs.base_env import ActionSpec, ActionTuple, BehaviorSpec
 
+from envs.specs import vector_observation_spec
 from envs.stepping import InProcessStepper, StepResult
 from ghost.exceptions import ConfigError
 from ghost.settings import NetworkSettings, RewardSignalSettings, TrainerSettings
-from tests.toy_envs import ReachEnv, TargetEnv, _ToyEnv, _vector_spec
+from tests.toy_envs import ReachEnv, TargetEnv, _ToyEnv
 from trainers.agent_processor import AgentProcessor
 from trainers.base import ExperienceQueue
 from trainers.buffers import ReplayBuffer
@@ -193,7 +194,7 @@ class HybridEnv(_ToyEnv):
     """TargetEnv and ReachEnv at once, plus a second discrete branch whose choice 0 pays 0.5."""
 
     name = "Hybrid"
-    spec = BehaviorSpec([_vector_spec(5)], ActionSpec(2, (3, 2)))
+    spec = BehaviorSpec([vector_observation_spec(5)], ActionSpec(2, (3, 2)))
 
     def _new_targets(self) -> None:
         n = self.num_agents

@@ -16,20 +16,10 @@ from mlagents_envs.base_env import (
     BaseEnv,
     BehaviorSpec,
     DecisionSteps,
-    DimensionProperty,
-    ObservationSpec,
-    ObservationType,
     TerminalSteps,
 )
 
-
-def _vector_spec(size: int) -> ObservationSpec:
-    return ObservationSpec(
-        shape=(size,),
-        dimension_property=(DimensionProperty.NONE,),
-        observation_type=ObservationType.DEFAULT,
-        name="vector",
-    )
+from envs.specs import vector_observation_spec
 
 
 class _ToyEnv(BaseEnv):
@@ -107,7 +97,7 @@ class _ToyEnv(BaseEnv):
 
 class TargetEnv(_ToyEnv):
     name = "Target"
-    spec = BehaviorSpec([_vector_spec(3)], ActionSpec(0, (3,)))
+    spec = BehaviorSpec([vector_observation_spec(3)], ActionSpec(0, (3,)))
 
     def _new_targets(self) -> None:
         self.target = self.rng.integers(0, 3, self.num_agents)
@@ -130,7 +120,7 @@ class TargetEnv(_ToyEnv):
 
 class ReachEnv(_ToyEnv):
     name = "Reach"
-    spec = BehaviorSpec([_vector_spec(2)], ActionSpec(2, ()))
+    spec = BehaviorSpec([vector_observation_spec(2)], ActionSpec(2, ()))
 
     def _new_targets(self) -> None:
         self.target = self.rng.uniform(-0.8, 0.8, (self.num_agents, 2)).astype(np.float32)
@@ -177,7 +167,9 @@ class TwoTeamTargetEnv(BaseEnv):
     def set_actions(self, behavior_name: str, action: ActionTuple) -> None:
         env = self.teams[behavior_name]
         correct = (action.discrete[:, 0] == env.target).mean()
-        self.history[behavior_name] = (self.history[behavior_name] + [float(correct)])[-self.window :]
+        self.history[behavior_name] = (self.history[behavior_name] + [float(correct)])[
+            -self.window :
+        ]
         env.set_actions(behavior_name, action)
 
     def set_action_for_agent(self, behavior_name: str, agent_id: int, action: ActionTuple) -> None:

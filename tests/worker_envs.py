@@ -13,11 +13,10 @@ from mlagents_envs.base_env import (
     BaseEnv,
     BehaviorSpec,
     DecisionSteps,
-    DimensionProperty,
-    ObservationSpec,
-    ObservationType,
     TerminalSteps,
 )
+
+from envs.specs import vector_observation_spec
 
 # Observation columns of EchoEnv.
 WORKER, SEED, STEP, LOCAL_ID, ECHO_WORKER, ECHO_ID, ECHO_DISCRETE, NOISE = range(8)
@@ -31,13 +30,10 @@ class InjectedCrash(RuntimeError):
 
 
 def _spec(obs_size: int) -> BehaviorSpec:
-    obs = ObservationSpec(
-        shape=(obs_size,),
-        dimension_property=(DimensionProperty.NONE,),
-        observation_type=ObservationType.DEFAULT,
-        name="vector",
+    return BehaviorSpec(
+        observation_specs=[vector_observation_spec(obs_size)],
+        action_spec=ActionSpec(CONTINUOUS_SIZE, BRANCHES),
     )
-    return BehaviorSpec(observation_specs=[obs], action_spec=ActionSpec(CONTINUOUS_SIZE, BRANCHES))
 
 
 class EchoEnv(BaseEnv):
