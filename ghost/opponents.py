@@ -12,7 +12,7 @@ from mlagents_envs.base_env import ActionTuple
 
 from envs.stepping import ARENA_STRIDE
 from ghost.snapshots import Snapshot
-from trainers.base import ActionOutput, ArenaPolicy, Policy, Weights
+from trainers.base import ActionOutput, ArenaPolicy, Policy, Weights, action_components
 
 LATEST = -1
 
@@ -68,14 +68,15 @@ class Opponent:
 class _ActingAdapter:
     """Gives a fixed opponent that only has ``act`` (a scripted policy) the ``sample`` call."""
 
-    def __init__(self, policy: Any) -> None:
+    def __init__(self, policy: Any, components: int) -> None:
         self.policy = policy
+        self.components = components
 
     def sample(self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None) -> ActionOutput:
         actions = self.policy.act(obs, action_mask)
         n = obs[0].shape[0]
         continuous = actions.continuous if actions.continuous is not None else np.zeros((n, 0))
-        return ActionOutput(actions=actions, log_probs=np.zeros(n, np.float32),
+        return ActionOutput(actions=actions, log_probs=np.zeros((n, self.components), np.float32),
                             continuous_raw=np.asarray(continuous, np.float32))  # fmt: skip
 
     def act(self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None = None,
@@ -83,9 +84,9 @@ class _ActingAdapter:
         return self.policy.act(obs, action_mask, deterministic)
 
 
-def acting_form(policy: Any) -> Any:
+def acting_form(policy: Any, components: int) -> Any:
     """``policy`` with a ``sample`` method (trained policies have one, scripted ones get one)."""
-    return policy if hasattr(policy, "sample") else _ActingAdapter(policy)
+    return policy if hasattr(policy, "sample") else _ActingAdapter(policy, components)
 
 
 def opponent_slots(arenas: np.ndarray, count: int) -> np.ndarray:
@@ -110,7 +111,8 @@ class OpponentPolicy(ArenaPolicy):
         self._policies = []
         for network, opponent in zip(self._networks, opponents, strict=False):
             if opponent.fixed is not None:
-                self._policies.append(acting_form(opponent.fixed.policy))
+                components = action_components(self.behavior_spec.action_spec)
+                self._policies.append(acting_form(opponent.fixed.policy, components))
             else:
                 assert opponent.snapshot is not None
                 network.load_weights(opponent.snapshot.weights)

@@ -312,7 +312,7 @@ def make_batch(
     )
     output = ActionOutput(
         actions=ActionTuple(discrete=np.zeros((decisions, 1), np.int32)),
-        log_probs=np.zeros(decisions, np.float32),
+        log_probs=np.zeros((decisions, 1), np.float32),
         continuous_raw=np.zeros((decisions, 0), np.float32),
     )
     return StepBatch(steps=steps, output=output)

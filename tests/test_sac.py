@@ -93,7 +93,7 @@ def _transitions(slots, masks, dones, reward=0.0, next_masks=None) -> Transition
         continuous_raw=np.zeros((n, 0), np.float32), discrete=np.zeros((n, 1), np.int32),
         action_mask=masks,
         next_action_mask=np.zeros_like(masks) if next_masks is None else np.asarray(next_masks, bool),
-        log_probs=np.zeros(n, np.float32),
+        log_probs=np.zeros((n, 1), np.float32),
         rewards=np.full(n, reward, np.float32), dones=np.asarray(dones, bool),
         continues=~np.asarray(dones, bool), slots=np.asarray(slots),
     )  # fmt: skip
@@ -156,14 +156,14 @@ def test_only_real_terminations_stop_bootstrapping(tmp_path):
             next_action_mask=None,
             continuous_raw=np.random.default_rng(0).normal(size=(n, 2)).astype(np.float32),
             discrete=np.zeros((n, 0), np.int32),
-            log_probs=np.zeros(n, np.float32),
+            log_probs=np.zeros((n, 2), np.float32),
             rewards=np.ones(n, np.float32),
             dones=np.arange(n) < n // 2,
             continues=np.zeros(n, bool),
             slots=np.arange(n),
         )
     )
-    for _ in range(200):
+    for _ in range(500):
         trainer._gradient_step()
     with torch.no_grad():
         q = trainer.q1([torch.tensor([[0.0, 0.0], [0.5, 0.5]])], torch.zeros(2, 2)).squeeze(1)

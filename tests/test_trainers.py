@@ -71,7 +71,7 @@ def _batch(spec, decision=None, terminal=None, actions=None):
     n = len(d)
     output = ActionOutput(
         actions=ActionTuple(discrete=np.asarray(actions if actions is not None else np.zeros((n, 1)), np.int32)),
-        log_probs=np.zeros(n, np.float32),
+        log_probs=np.zeros((n, 1), np.float32),
         continuous_raw=np.zeros((n, 0), np.float32),
     )
     steps = BehaviorSteps(behavior_id=bid, decision=d, terminal=t,

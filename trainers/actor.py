@@ -3,8 +3,9 @@
 Continuous actions are Gaussian. PPO sends ``clamp(a, -3, 3) / 3`` to the environment (ML-Agents'
 convention); SAC squashes with ``tanh`` and corrects the log-probability. Discrete branches are
 categorical; masked actions (``True`` in the environment's action mask) get a logit of -1e8 so they
-are never drawn and carry no probability. The log-probability of an action is the joint one: the
-sum over continuous dimensions and discrete branches.
+are never drawn and carry no probability. Log-probabilities come per action *component* (each
+continuous dimension, each discrete branch), as ML-Agents' PPO clips its ratio per component; the
+joint log-probability is their sum.
 """
 
 from __future__ import annotations
@@ -56,22 +57,38 @@ class ActionDistribution:
             discrete = torch.stack([branch.argmax(dim=-1) for branch in self.logits], dim=1)
         return self.mean, discrete
 
-    def log_prob(
+    def log_prob_components(
         self, continuous: torch.Tensor | None, discrete: torch.Tensor | None
     ) -> torch.Tensor:
-        """Joint log-probability of raw continuous actions and discrete choices."""
-        total = 0.0
+        """Log-probability per component ``[n, continuous dims + discrete branches]``."""
+        parts = []
         if self.mean is not None and continuous is not None:
             z = (continuous - self.mean) / self.log_std.exp()
             per_dim = -0.5 * z**2 - self.log_std - _LOG_SQRT_2PI
             if self.squash:
                 per_dim = per_dim - torch.log(1.0 - torch.tanh(continuous) ** 2 + 1e-6)
-            total = total + per_dim.sum(dim=-1)
+            parts.append(per_dim)
         if self.logits and discrete is not None:
             for branch, log_probs in enumerate(self.log_probs_by_branch):
                 chosen = discrete[:, branch : branch + 1].long()
-                total = total + log_probs.gather(1, chosen).squeeze(1)
-        return total  # type: ignore[return-value]
+                parts.append(log_probs.gather(1, chosen))
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
+
+    def log_prob(
+        self, continuous: torch.Tensor | None, discrete: torch.Tensor | None
+    ) -> torch.Tensor:
+        """Joint log-probability of raw continuous actions and discrete choices."""
+        return self.log_prob_components(continuous, discrete).sum(dim=-1)
+
+    def _entropy_parts(self) -> list[torch.Tensor]:
+        """``[n, 1]`` per part: the Gaussian's mean entropy per dimension, then each branch's."""
+        parts = []
+        if self.log_std is not None:
+            per_dim = (0.5 + _LOG_SQRT_2PI + self.log_std).expand_as(self.mean)
+            parts.append(per_dim.mean(dim=-1, keepdim=True))
+        for log_probs in self.log_probs_by_branch:
+            parts.append(-(log_probs.exp() * log_probs).sum(dim=-1, keepdim=True))
+        return parts
 
     def entropy(self) -> torch.Tensor:
         """Joint entropy per agent (Gaussian part before squashing)."""
@@ -79,9 +96,13 @@ class ActionDistribution:
         if self.log_std is not None:
             per_dim = 0.5 + _LOG_SQRT_2PI + self.log_std
             total = total + per_dim.expand_as(self.mean).sum(dim=-1)
-        for log_probs in self.log_probs_by_branch:
-            total = total - (log_probs.exp() * log_probs).sum(dim=-1)
+        for part in self._entropy_parts()[1 if self.log_std is not None else 0 :]:
+            total = total + part.squeeze(-1)
         return total  # type: ignore[return-value]
+
+    def mean_entropy(self) -> torch.Tensor:
+        """Entropy averaged over parts, per agent: the bonus ML-Agents' PPO maximizes."""
+        return torch.cat(self._entropy_parts(), dim=1).mean(dim=-1)
 
     def env_continuous(self, raw: torch.Tensor) -> torch.Tensor:
         """The continuous action the environment receives, in [-1, 1]."""

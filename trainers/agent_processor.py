@@ -6,7 +6,14 @@ import numpy as np
 from mlagents_envs.base_env import ActionTuple
 
 from envs.stepping import BehaviorSteps
-from trainers.base import ActionOutput, ArenaPolicy, ExperienceQueue, Policy, StepBatch
+from trainers.base import (
+    ActionOutput,
+    ArenaPolicy,
+    ExperienceQueue,
+    Policy,
+    StepBatch,
+    action_components,
+)
 
 
 class AgentProcessor:
@@ -18,7 +25,7 @@ class AgentProcessor:
         spec = policy.behavior_spec.action_spec
         self._empty = ActionOutput(
             actions=spec.empty_action(0),
-            log_probs=np.zeros(0, np.float32),
+            log_probs=np.zeros((0, action_components(spec)), np.float32),
             continuous_raw=np.zeros((0, spec.continuous_size), np.float32),
         )
 

@@ -39,7 +39,7 @@ from typing import Any
 import attrs
 import numpy as np
 import torch
-from mlagents_envs.base_env import ActionTuple, BehaviorSpec
+from mlagents_envs.base_env import ActionSpec, ActionTuple, BehaviorSpec
 
 from envs.stepping import BehaviorSteps
 from ghost.behavior_id import BehaviorId
@@ -53,13 +53,19 @@ class ActionOutput:
     """A policy's answer for a batch of agents.
 
     ``actions`` go to the environment; ``continuous_raw`` are the continuous actions before
-    clipping or squashing (what the log-probabilities were computed for); ``log_probs`` are joint
-    log-probabilities, one per agent.
+    clipping or squashing (what the log-probabilities were computed for); ``log_probs`` are
+    ``[agents, components]``: one per continuous dimension and per discrete branch
+    (``action_components(spec)`` of them).
     """
 
     actions: ActionTuple
     log_probs: np.ndarray
     continuous_raw: np.ndarray
+
+
+def action_components(spec: ActionSpec) -> int:
+    """Continuous dimensions plus discrete branches: the columns of ``ActionOutput.log_probs``."""
+    return spec.continuous_size + len(spec.discrete_branches)
 
 
 @attrs.frozen

@@ -27,7 +27,11 @@ def mlp(input_size: int, hidden_units: int, num_layers: int) -> nn.Sequential:
     layers: list[nn.Module] = []
     size = input_size
     for _ in range(num_layers):
-        layers += [nn.Linear(size, hidden_units), nn.SiLU()]
+        linear = nn.Linear(size, hidden_units)
+        # He-normal weights keep activations from shrinking layer by layer (ML-Agents does too)
+        nn.init.kaiming_normal_(linear.weight)
+        nn.init.zeros_(linear.bias)
+        layers += [linear, nn.SiLU()]
         size = hidden_units
     return nn.Sequential(*layers)
 

@@ -75,14 +75,14 @@ class TorchPolicy(Policy):
         with torch.inference_mode():
             dist = self._distribution(obs, action_mask)
             continuous, discrete = dist.sample()
-            log_probs = dist.log_prob(continuous, discrete)
+            log_probs = dist.log_prob_components(continuous, discrete)
             n = obs[0].shape[0]
             raw = (
                 continuous.cpu().numpy() if continuous is not None else np.zeros((n, 0), np.float32)
             )
             return ActionOutput(
                 actions=self._action_tuple(dist, continuous, discrete),
-                log_probs=log_probs.cpu().numpy() if torch.is_tensor(log_probs) else np.zeros(n),
+                log_probs=log_probs.cpu().numpy(),
                 continuous_raw=raw,
             )
 

@@ -64,6 +64,9 @@ class PPOTrainer(RLTrainer):
         data, next_index, bounds = self.buffer.contents()
         self.buffer.clear()
         obs = to_tensors(data.obs, self.device)
+        # like ML-Agents: the statistics include this rollout before it is learned from
+        self.policy.actor.encoder.update_normalizer(obs)
+        self.critic.encoder.update_normalizer(obs)
         values = self._values(obs).cpu().numpy()
         # only rows whose trajectory stops here need their next observation's value
         next_values = np.zeros_like(values)
@@ -86,9 +89,6 @@ class PPOTrainer(RLTrainer):
         returns = advantages + values
         normalized = (advantages - advantages.mean()) / (advantages.std() + 1e-10)
         self._optimize(data, obs, values, returns, normalized)
-        # after the update, so the ratios above compare like with like
-        self.policy.actor.encoder.update_normalizer(obs)
-        self.critic.encoder.update_normalizer(obs)
 
     def _optimize(
         self,
@@ -120,12 +120,13 @@ class PPOTrainer(RLTrainer):
                 dist = self.policy.actor(
                     [o[rows] for o in obs], None if masks is None else masks[rows]
                 )
-                log_probs = dist.log_prob(
+                log_probs = dist.log_prob_components(
                     None if continuous is None else continuous[rows],
                     None if discrete is None else discrete[rows],
                 )
+                # one ratio per action component, each clipped on its own (ML-Agents' PPO)
                 ratio = torch.exp(log_probs - old_log_probs[rows])
-                advantage = advantages_t[rows]
+                advantage = advantages_t[rows].unsqueeze(1)
                 policy_loss = -torch.min(
                     ratio * advantage, torch.clamp(ratio, 1 - epsilon, 1 + epsilon) * advantage
                 ).mean()
@@ -135,7 +136,7 @@ class PPOTrainer(RLTrainer):
                 value_loss = torch.max(
                     (returns_t[rows] - values) ** 2, (returns_t[rows] - clipped) ** 2
                 ).mean()
-                entropy = dist.entropy().mean()
+                entropy = dist.mean_entropy().mean()
                 loss = policy_loss + 0.5 * value_loss - beta * entropy
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()

@@ -105,7 +105,7 @@ class TransitionAssembler:
             ("_pending_raw", (self._continuous,), np.float32),
             ("_pending_discrete", (len(self._branches),), np.int32),
             ("_pending_mask", (sum(self._branches),), bool),
-            ("_pending_log_probs", (), np.float32),
+            ("_pending_log_probs", (self._continuous + len(self._branches),), np.float32),
             ("_pending", (), bool),
             ("_since_cut", (), np.int64),
             ("_episode_reward", (), np.float64),
