@@ -155,8 +155,7 @@ class GhostTrainer(Trainer):
         elif self.ghost_step - self.last_swap_ghost_step >= self.self_play.swap_steps:
             self.last_swap_ghost_step = self.ghost_step
             self._swap()
-        if stats is not None:
-            stats.add(ELO, self.rating)
+        self.trainer_stats_add(ELO, self.rating)
 
     def _report_results(self, batch: StepBatch) -> None:
         terminal = batch.steps.terminal

@@ -60,5 +60,5 @@ class MultiTeamRating:
 
     def as_elo(self, rating) -> float:  # type: ignore[no-untyped-def]
         fresh = self.new()
-        scale = 400.0 / (fresh.mu / 3.0)
-        return self.initial + (rating.ordinal() - fresh.ordinal()) * scale / 3.0
+        # a fresh player's mu (25) spans 400 Elo points
+        return self.initial + (rating.ordinal() - fresh.ordinal()) * 400.0 / fresh.mu

@@ -21,9 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from envs.games import scripted_levels  # noqa: E402
 import torch  # noqa: E402
 
+from envs.games import scripted_levels  # noqa: E402
 from ghost.evaluation import evaluate  # noqa: E402
 from trainers.policy_file import load_policy  # noqa: E402
 

@@ -14,7 +14,6 @@ from envs.games import make_game
 
 
 def _concat(parts: list, kind: type) -> object:
-    first = parts[0]
     fields = {
         "obs": [np.concatenate(group) for group in zip(*(p.obs for p in parts), strict=True)],
         "reward": np.concatenate([p.reward for p in parts]),
@@ -30,7 +29,6 @@ def _concat(parts: list, kind: type) -> object:
         )  # fmt: skip
         return DecisionSteps(**fields)
     fields["interrupted"] = np.concatenate([p.interrupted for p in parts])
-    del first
     return TerminalSteps(**fields)
 
 
