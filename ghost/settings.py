@@ -326,4 +326,9 @@ class RunOptions:
         """The settings of a behavior, falling back to ``default_settings`` then the defaults."""
         if behavior_name in self.behaviors:
             return self.behaviors[behavior_name]
-        return self.default_settings if self.default_settings is not None else TrainerSettings()
+        if self.default_settings is not None:
+            return self.default_settings
+        # imported here: the loader builds on this module
+        from ghost.config_loader import default_trainer_settings
+
+        return default_trainer_settings()

@@ -290,6 +290,12 @@ def test_default_settings_fill_behaviors_key_by_key():
     assert options.settings_for("Unlisted") == options.default_settings
 
 
+def test_an_unlisted_behavior_without_default_settings_gets_ppo_defaults():
+    settings = options_from_dict({"behaviors": {"A": {}}}).settings_for("Unlisted")
+    assert isinstance(settings.hyperparameters, PPOSettings)
+    assert settings.hyperparameters == PPOSettings()
+
+
 # -- round trip, overrides ---------------------------------------------------------------------
 def test_configuration_yaml_round_trip(tmp_path):
     mixed = options_from_dict(
