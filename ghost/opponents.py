@@ -8,11 +8,12 @@ from typing import Any
 
 import attrs
 import numpy as np
-from mlagents_envs.base_env import ActionTuple
+from mlagents_envs.base_env import ActionSpec, ActionTuple
 
 from envs.stepping import ARENA_STRIDE
 from ghost.snapshots import Snapshot
 from trainers.base import ActionOutput, ArenaPolicy, Policy, Weights, action_components
+from trainers.policy_stack import PolicyStack, stackable
 
 LATEST = -1
 
@@ -94,6 +95,30 @@ def opponent_slots(arenas: np.ndarray, count: int) -> np.ndarray:
     return (arenas + arenas // ARENA_STRIDE) % count
 
 
+def _rows(arrays: list[np.ndarray] | None, rows: np.ndarray) -> list[np.ndarray] | None:
+    return None if arrays is None else [a[rows] for a in arrays]
+
+
+def _merge(groups: list[tuple[np.ndarray, ActionOutput]], spec: ActionSpec) -> ActionOutput:
+    """One ``ActionOutput`` in row order from outputs for disjoint groups of rows."""
+    order = np.argsort(np.concatenate([rows for rows, _ in groups]), kind="stable")
+    outputs = [output for _, output in groups]
+
+    def merge(parts: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate(parts)[order]
+
+    return ActionOutput(
+        actions=ActionTuple(
+            continuous=merge([o.actions.continuous for o in outputs])
+            if spec.continuous_size
+            else None,
+            discrete=merge([o.actions.discrete for o in outputs]) if spec.discrete_size else None,
+        ),
+        log_probs=merge([o.log_probs for o in outputs]),
+        continuous_raw=merge([o.continuous_raw for o in outputs]),
+    )
+
+
 class OpponentPolicy(ArenaPolicy):
     """Acts for a ghosted team with a different opponent per arena (``opponents_per_swap``)."""
 
@@ -103,6 +128,8 @@ class OpponentPolicy(ArenaPolicy):
         self._policies: list[Any] = list(self._networks)
         self.behavior_spec = self._networks[0].behavior_spec
         self.opponents: list[Opponent] = []
+        self._stack: PolicyStack | None = None
+        self._stack_member = np.full(1, -1)
 
     def assign(self, opponents: list[Opponent]) -> None:
         """Play ``opponents`` from now on (loads snapshot weights; fixed ones act themselves)."""
@@ -118,6 +145,7 @@ class OpponentPolicy(ArenaPolicy):
                 network.load_weights(opponent.snapshot.weights)
                 self._policies.append(network)
         self.opponents = list(opponents)
+        self._restack()
 
     def opponent_in(self, arena: int) -> Opponent:
         """The opponent playing in arena key ``arena``."""
@@ -131,30 +159,36 @@ class OpponentPolicy(ArenaPolicy):
         if count <= 1:
             return self._policies[0].sample(obs, action_mask)
         slots = opponent_slots(arenas, count)
-        outputs, rows = [], []
-        for slot in np.unique(slots):
-            chosen = np.flatnonzero(slots == slot)
-            masks = None if action_mask is None else [m[chosen] for m in action_mask]
-            outputs.append(self._policies[slot].sample([o[chosen] for o in obs], masks))
-            rows.append(chosen)
-        order = np.argsort(np.concatenate(rows), kind="stable")
-        spec = self.behavior_spec.action_spec
+        groups: list[tuple[np.ndarray, ActionOutput]] = []
+        loose = np.ones(len(slots), dtype=bool)
+        if self._stack is not None:
+            members = self._stack_member[slots]
+            stacked = np.flatnonzero(members >= 0)
+            if len(stacked) == len(slots):
+                return self._stack.sample(obs, action_mask, members)
+            if len(stacked):
+                groups.append((stacked, self._stack.sample(
+                    _rows(obs, stacked), _rows(action_mask, stacked), members[stacked])))  # fmt: skip
+                loose[stacked] = False
+        for slot in np.unique(slots[loose]):
+            chosen = np.flatnonzero(loose & (slots == slot))
+            groups.append(
+                (
+                    chosen,
+                    self._policies[slot].sample(_rows(obs, chosen), _rows(action_mask, chosen)),
+                )
+            )
+        return _merge(groups, self.behavior_spec.action_spec)
 
-        def merge(parts: list[np.ndarray]) -> np.ndarray:
-            return np.concatenate(parts)[order]
-
-        return ActionOutput(
-            actions=ActionTuple(
-                continuous=merge([o.actions.continuous for o in outputs])
-                if spec.continuous_size
-                else None,
-                discrete=merge([o.actions.discrete for o in outputs])
-                if spec.discrete_size
-                else None,
-            ),
-            log_probs=merge([o.log_probs for o in outputs]),
-            continuous_raw=merge([o.continuous_raw for o in outputs]),
-        )
+    def _restack(self) -> None:
+        """Batch the snapshot opponents' networks into one ``PolicyStack`` when they allow it."""
+        self._stack, self._stack_member = None, np.full(len(self._policies), -1)
+        networks = [
+            i for i, policy in enumerate(self._policies) if any(policy is n for n in self._networks)
+        ]
+        if len(self.opponents) > 1 and stackable([self._policies[i] for i in networks]):
+            self._stack = PolicyStack([self._policies[i] for i in networks])
+            self._stack_member[networks] = np.arange(len(networks))
 
     def sample(
         self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None = None
@@ -172,6 +206,7 @@ class OpponentPolicy(ArenaPolicy):
         for network in self._networks:
             network.load_weights(weights)
         self._policies = list(self._networks[: max(len(self.opponents), 1)])
+        self._restack()
 
     def save(self, path: Path, weights: Weights | None = None) -> None:
         self._networks[0].save(path, weights)

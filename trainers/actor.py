@@ -148,22 +148,36 @@ class Actor(nn.Module):
     def features(self, obs: list[torch.Tensor]) -> torch.Tensor:
         return self.body(self.encoder(obs))
 
-    def forward(
+    def head_outputs(
         self, obs: list[torch.Tensor], action_mask: torch.Tensor | None = None
-    ) -> ActionDistribution:
-        """``action_mask``: bool ``[n, sum(branches)]``, True where an action is unavailable."""
+    ) -> dict[str, torch.Tensor]:
+        """The network's raw outputs: ``mean`` and ``log_std`` (continuous actions), ``logits``
+        (all discrete branches side by side, masked). Plain tensors, so many actors can be mapped
+        over at once (``trainers.policy_stack``)."""
         hidden = self.features(obs)
-        mean = log_std = None
+        heads: dict[str, torch.Tensor] = {}
         if self.continuous_size:
-            mean = self.mean_head(hidden)
+            heads["mean"] = self.mean_head(hidden)
             if self.conditional_std:
-                log_std = torch.clamp(self.log_std_head(hidden), -20.0, 2.0)
+                heads["log_std"] = torch.clamp(self.log_std_head(hidden), -20.0, 2.0)
             else:
-                log_std = self.log_std
-        logits: list[torch.Tensor] = []
+                heads["log_std"] = self.log_std
         if self.branches:
             flat = self.logits_head(hidden)
             if action_mask is not None:
                 flat = flat.masked_fill(action_mask, _MASKED_LOGIT)
-            logits = list(torch.split(flat, self.branches, dim=1))
-        return ActionDistribution(mean=mean, log_std=log_std, logits=logits, squash=self.squash)
+            heads["logits"] = flat
+        return heads
+
+    def distribution(self, heads: dict[str, torch.Tensor]) -> ActionDistribution:
+        """The action distribution of ``head_outputs``."""
+        logits = list(torch.split(heads["logits"], self.branches, dim=1)) if self.branches else []
+        return ActionDistribution(
+            mean=heads.get("mean"), log_std=heads.get("log_std"), logits=logits, squash=self.squash
+        )
+
+    def forward(
+        self, obs: list[torch.Tensor], action_mask: torch.Tensor | None = None
+    ) -> ActionDistribution:
+        """``action_mask``: bool ``[n, sum(branches)]``, True where an action is unavailable."""
+        return self.distribution(self.head_outputs(obs, action_mask))

@@ -19,6 +19,9 @@ class RunningNormalizer(nn.Module):
         self.register_buffer("mean", torch.zeros(size, dtype=torch.float64))
         self.register_buffer("m2", torch.zeros(size, dtype=torch.float64))
         self._cache: tuple[torch.Tensor, torch.Tensor] | None = None
+        #: reuse the statistics until the next update; off where the buffers are swapped for
+        #: every call (``trainers.policy_stack``)
+        self.cache = True
 
     def update(self, batch: torch.Tensor) -> None:
         """Fold a batch ``[n, size]`` into the statistics."""
@@ -35,13 +38,21 @@ class RunningNormalizer(nn.Module):
         self.count.fill_(total)
         self._cache = None
 
+    def statistics(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean and standard deviation (float32); before any data, 0 and 1 pass inputs through."""
+        # torch.where, not an if: stacked policies map this over many normalizers at once
+        variance = torch.where(
+            self.count > 1, self.m2 / self.count.clamp(min=1.0), torch.ones_like(self.m2)
+        )
+        return self.mean.to(torch.float32), torch.sqrt(variance + 1e-8).to(torch.float32)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self._cache is None:
-            # before any data, pass inputs through unchanged
-            variance = self.m2 / self.count if self.count > 1 else torch.ones_like(self.m2)
-            std = torch.sqrt(variance + 1e-8).to(torch.float32)
-            self._cache = (self.mean.to(torch.float32), std)
-        mean, std = self._cache
+        if not self.cache:
+            mean, std = self.statistics()
+        else:
+            if self._cache is None:
+                self._cache = self.statistics()
+            mean, std = self._cache
         return torch.clamp((x - mean) / std, -5.0, 5.0)
 
     def _load_from_state_dict(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]

@@ -26,6 +26,32 @@ def mask_tensor(action_mask: list[np.ndarray] | None, device: str = "cpu") -> to
     return torch.as_tensor(flat, dtype=torch.bool, device=device)
 
 
+def action_tuple(
+    dist: ActionDistribution, continuous: torch.Tensor | None, discrete: torch.Tensor | None
+) -> ActionTuple:
+    """Raw actions drawn from ``dist`` as the environment takes them."""
+    return ActionTuple(
+        continuous=None if continuous is None else dist.env_continuous(continuous).cpu().numpy(),
+        discrete=None if discrete is None else discrete.cpu().numpy().astype(np.int32),
+    )
+
+
+def sampled_output(dist: ActionDistribution) -> ActionOutput:
+    """Draw one action per row of ``dist``, with its per-component log-probabilities."""
+    continuous, discrete = dist.sample()
+    log_probs = dist.log_prob_components(continuous, discrete)
+    raw = (
+        continuous.cpu().numpy()
+        if continuous is not None
+        else np.zeros((log_probs.shape[0], 0), np.float32)
+    )
+    return ActionOutput(
+        actions=action_tuple(dist, continuous, discrete),
+        log_probs=log_probs.cpu().numpy(),
+        continuous_raw=raw,
+    )
+
+
 class TorchPolicy(Policy):
     """A policy backed by an ``Actor`` network; batched inference, no per-agent Python work."""
 
@@ -56,35 +82,11 @@ class TorchPolicy(Policy):
     ) -> ActionDistribution:
         return self.actor(to_tensors(obs, self.device), mask_tensor(action_mask, self.device))
 
-    def _action_tuple(
-        self,
-        dist: ActionDistribution,
-        continuous: torch.Tensor | None,
-        discrete: torch.Tensor | None,
-    ) -> ActionTuple:
-        return ActionTuple(
-            continuous=None
-            if continuous is None
-            else dist.env_continuous(continuous).cpu().numpy(),
-            discrete=None if discrete is None else discrete.cpu().numpy().astype(np.int32),
-        )
-
     def sample(
         self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None = None
     ) -> ActionOutput:
         with torch.inference_mode():
-            dist = self._distribution(obs, action_mask)
-            continuous, discrete = dist.sample()
-            log_probs = dist.log_prob_components(continuous, discrete)
-            n = obs[0].shape[0]
-            raw = (
-                continuous.cpu().numpy() if continuous is not None else np.zeros((n, 0), np.float32)
-            )
-            return ActionOutput(
-                actions=self._action_tuple(dist, continuous, discrete),
-                log_probs=log_probs.cpu().numpy(),
-                continuous_raw=raw,
-            )
+            return sampled_output(self._distribution(obs, action_mask))
 
     def act(
         self,
@@ -96,7 +98,7 @@ class TorchPolicy(Policy):
             return self.sample(obs, action_mask).actions
         with torch.inference_mode():
             dist = self._distribution(obs, action_mask)
-            return self._action_tuple(dist, *dist.most_likely())
+            return action_tuple(dist, *dist.most_likely())
 
     def action_probabilities(
         self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None = None
