@@ -168,7 +168,7 @@ class OpponentPolicy(ArenaPolicy):
                 return self._stack.sample(obs, action_mask, members)
             if len(stacked):
                 groups.append((stacked, self._stack.sample(
-                    _rows(obs, stacked), _rows(action_mask, stacked), members[stacked])))  # fmt: skip
+                    [o[stacked] for o in obs], _rows(action_mask, stacked), members[stacked])))  # fmt: skip
                 loose[stacked] = False
         for slot in np.unique(slots[loose]):
             chosen = np.flatnonzero(loose & (slots == slot))
