@@ -95,8 +95,8 @@ def opponent_slots(arenas: np.ndarray, count: int) -> np.ndarray:
     return (arenas + arenas // ARENA_STRIDE) % count
 
 
-def _rows(arrays: list[np.ndarray] | None, rows: np.ndarray) -> list[np.ndarray] | None:
-    return None if arrays is None else [a[rows] for a in arrays]
+def _masks(masks: list[np.ndarray] | None, rows: np.ndarray) -> list[np.ndarray] | None:
+    return None if masks is None else [m[rows] for m in masks]
 
 
 def _merge(groups: list[tuple[np.ndarray, ActionOutput]], spec: ActionSpec) -> ActionOutput:
@@ -167,17 +167,18 @@ class OpponentPolicy(ArenaPolicy):
             if len(stacked) == len(slots):
                 return self._stack.sample(obs, action_mask, members)
             if len(stacked):
-                groups.append((stacked, self._stack.sample(
-                    [o[stacked] for o in obs], _rows(action_mask, stacked), members[stacked])))  # fmt: skip
+                rows_obs = [o[stacked] for o in obs]
+                output = self._stack.sample(
+                    rows_obs, _masks(action_mask, stacked), members[stacked]
+                )
+                groups.append((stacked, output))
                 loose[stacked] = False
         for slot in np.unique(slots[loose]):
             chosen = np.flatnonzero(loose & (slots == slot))
-            groups.append(
-                (
-                    chosen,
-                    self._policies[slot].sample(_rows(obs, chosen), _rows(action_mask, chosen)),
-                )
+            output = self._policies[slot].sample(
+                [o[chosen] for o in obs], _masks(action_mask, chosen)
             )
+            groups.append((chosen, output))
         return _merge(groups, self.behavior_spec.action_spec)
 
     def _restack(self) -> None:

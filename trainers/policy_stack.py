@@ -95,6 +95,7 @@ class PolicyStack:
         rank = np.empty(n, dtype=np.int64)
         rank[order] = np.arange(n) - starts[members[order]]
         flat = torch.as_tensor(members * width + rank, device=self.device)
+        member_of_row = torch.as_tensor(members, device=self.device)
 
         def padded(rows: torch.Tensor) -> torch.Tensor:
             out = rows.new_zeros((self.size * width, *rows.shape[1:]))
@@ -110,7 +111,7 @@ class PolicyStack:
         per_row = {}
         for name, value in heads.items():
             if value.dim() == 2:  # one vector per member (PPO's log_std), not one per row
-                per_row[name] = value[torch.as_tensor(members, device=self.device)]
+                per_row[name] = value[member_of_row]
             else:
                 per_row[name] = value.reshape(self.size * width, -1)[flat]
         return self._actor.distribution(per_row)
