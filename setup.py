@@ -37,8 +37,8 @@ setup(
     },
     entry_points={
         "console_scripts": [
-            "ghost-learn=ghost.cli:main",
-            "ghost-eval=ghost.evaluate_cli:main",
+            "ghost-learn=ghost.running.cli:main",
+            "ghost-eval=ghost.evaluation.cli:main",
         ],
         "ghost.trainer_type": [
             "builtin=trainers.registry:builtin_trainer_types",

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from envs import matrix_games, soccer, strikers_vs_goalie, tennis
 from envs.scripted import ScriptedPolicy
 from envs.vector_game import VectorGame
-from ghost.behavior_id import BehaviorId
+from envs.behavior_id import BehaviorId
 
 BUILTIN_GAMES: dict[str, Callable[..., VectorGame]] = {
     "tennis": tennis.make_env,

@@ -29,8 +29,8 @@ from typing import Any, Protocol
 import attrs
 from mlagents_envs.base_env import BaseEnv
 
-from ghost.exceptions import EnvironmentSourceError
-from ghost.settings import EngineSettings, EnvironmentSettings, RunOptions
+from envs.exceptions import EnvironmentSourceError
+from envs.settings import EngineSettings, EnvironmentSettings
 
 logger = logging.getLogger(__name__)
 
@@ -135,22 +135,59 @@ class CallableEnv:
         return target
 
     def __call__(self, *, worker_id: int = 0, seed: int = 0) -> BaseEnv:
-        make = self.load()
-        kwargs: dict[str, int] = {}
-        if _accepts(make, "worker_id"):
-            kwargs["worker_id"] = worker_id
-        if _accepts(make, "seed"):
-            kwargs["seed"] = seed
-        env = make(**kwargs)
-        if not isinstance(env, BaseEnv):
-            raise EnvironmentSourceError(
-                f"--env/env_path {self.spec!r} returned a {type(env).__name__}, not an "
-                "mlagents_envs.base_env.BaseEnv; return an environment implementing that interface"
-            )
-        return env
+        return _call_env_function(
+            self.load(), f"--env/env_path {self.spec!r}", worker_id=worker_id, seed=seed
+        )
 
     def describe(self) -> str:
         return f"{self.spec} (module:callable)"
+
+
+def _call_env_function(make: Any, label: str, *, worker_id: int, seed: int) -> BaseEnv:
+    """``make(worker_id=..., seed=...)``, passing only the arguments it accepts; checks the result."""
+    kwargs: dict[str, int] = {}
+    if _accepts(make, "worker_id"):
+        kwargs["worker_id"] = worker_id
+    if _accepts(make, "seed"):
+        kwargs["seed"] = seed
+    env = make(**kwargs)
+    if not isinstance(env, BaseEnv):
+        raise EnvironmentSourceError(
+            f"{label} returned a {type(env).__name__}, not an mlagents_envs.base_env.BaseEnv; "
+            "return an environment implementing that interface"
+        )
+    return env
+
+
+@attrs.frozen
+class EnvFunction:
+    """Any Python callable returning a BaseEnv (called with ``worker_id``/``seed`` if it takes them).
+
+    Worker processes receive it pickled: with ``num_envs`` > 1 it must be picklable (a
+    module-level function or class, not a lambda).
+    """
+
+    make: Any
+
+    def __call__(self, *, worker_id: int = 0, seed: int = 0) -> BaseEnv:
+        label = getattr(self.make, "__qualname__", type(self.make).__name__)
+        return _call_env_function(self.make, f"env {label!r}", worker_id=worker_id, seed=seed)
+
+    def describe(self) -> str:
+        return f"{getattr(self.make, '__qualname__', repr(self.make))} (Python callable)"
+
+
+@attrs.frozen
+class EnvInstance:
+    """One already-built BaseEnv: a single in-process environment (``num_envs`` must be 1)."""
+
+    env: BaseEnv
+
+    def __call__(self, *, worker_id: int = 0, seed: int = 0) -> BaseEnv:
+        return self.env
+
+    def describe(self) -> str:
+        return f"{type(self.env).__name__} instance"
 
 
 @attrs.frozen(kw_only=True)
@@ -271,14 +308,4 @@ def resolve_env(
     raise EnvironmentSourceError(
         f"--env/env_path {env!r} names no environment: it is not a built-in game, not module:callable, "
         f"and no file or folder {env!r} exists.{hint} Give {forms}"
-    )
-
-
-def env_factory_for(options: RunOptions) -> BuiltinGame | CallableEnv | UnityBuild:
-    """``resolve_env`` for a whole configuration (``env_settings.env_path`` and its settings)."""
-    return resolve_env(
-        options.env_settings.env_path,
-        env_settings=options.env_settings,
-        engine_settings=options.engine_settings,
-        environment_parameters=options.environment_parameters,
     )

@@ -22,7 +22,7 @@ import attrs
 import numpy as np
 from mlagents_envs.base_env import ActionTuple, BaseEnv, BehaviorSpec, DecisionSteps, TerminalSteps
 
-from ghost.behavior_id import BehaviorId
+from envs.behavior_id import BehaviorId
 
 ARENA_STRIDE = 1 << 20
 AGENT_ID_STRIDE = 1 << 32

@@ -34,7 +34,7 @@ import numpy as np
 from mlagents_envs.base_env import ActionTuple, BaseEnv, BehaviorSpec, DecisionSteps, TerminalSteps
 
 from envs.stepping import AGENT_ID_STRIDE, BehaviorSteps, StepResult, collect_steps
-from ghost.behavior_id import BehaviorId
+from envs.behavior_id import BehaviorId
 
 logger = logging.getLogger(__name__)
 

@@ -37,8 +37,8 @@ from envs.worker_process import (
     configure_forkserver,
     stop_workers,
 )
-from ghost.behavior_id import BehaviorId
-from ghost.exceptions import EnvironmentWorkerError
+from envs.behavior_id import BehaviorId
+from envs.exceptions import EnvironmentWorkerError
 
 logger = logging.getLogger(__name__)
 

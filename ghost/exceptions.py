@@ -1,41 +1,35 @@
-"""Every error ghost-trainer raises for a user mistake or a failing component.
+"""Every error ghost-trainer raises for a user mistake or a failing component, in one place.
 
-A ``GhostError`` reaching the command line is printed as one message without a traceback; anything
-else is a bug and keeps its traceback.
+Each error is defined in the lowest layer that raises it (``envs.exceptions``,
+``trainers.exceptions``) and listed here, so ``except ghost.exceptions.ConfigError`` works whatever
+layer raised it. A ``GhostError`` reaching the command line is printed as one message without a
+traceback; anything else is a bug and keeps its traceback.
 """
 
+from envs.exceptions import EnvironmentSourceError, EnvironmentWorkerError, GhostError
+from trainers.exceptions import (
+    CheckpointError,
+    ConfigError,
+    TrainerTypeError,
+    UnsupportedFeatureError,
+)
 
-class GhostError(Exception):
-    """Base class: a problem the user can fix, described in the message."""
-
-
-class ConfigError(GhostError):
-    """The run configuration (YAML or flags) is invalid; the message names the key and the fix."""
-
-
-class TrainerTypeError(ConfigError):
-    """A behavior asks for a trainer type that is not registered."""
-
-
-class EnvironmentSourceError(GhostError):
-    """``--env`` / ``env_path`` does not name a usable environment."""
+__all__ = [
+    "CheckpointError",
+    "ConfigError",
+    "EnvironmentSourceError",
+    "EnvironmentSpecError",
+    "EnvironmentWorkerError",
+    "GhostError",
+    "RunDirectoryError",
+    "TrainerTypeError",
+    "UnsupportedFeatureError",
+]
 
 
 class EnvironmentSpecError(GhostError):
     """The environment's behaviors do not fit the configuration."""
 
 
-class EnvironmentWorkerError(GhostError):
-    """An environment worker crashed more often than ``max_lifetime_restarts`` allows."""
-
-
 class RunDirectoryError(GhostError):
     """The results folder of a run is missing, taken, or unreadable."""
-
-
-class CheckpointError(GhostError):
-    """A checkpoint or policy file cannot be read or does not fit the run."""
-
-
-class UnsupportedFeatureError(ConfigError):
-    """A valid ML-Agents setting that this project does not implement yet."""

@@ -26,11 +26,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import ghost.opponents  # noqa: E402
+import ghost.core.opponents  # noqa: E402
 from envs.games import make_game  # noqa: E402
 from envs.stepping import InProcessStepper  # noqa: E402
-from ghost.config_loader import load_options  # noqa: E402
-from ghost.session import TrainingSession  # noqa: E402
+from ghost.config.loader import load_options  # noqa: E402
+from ghost.running.session import SelfPlaySession  # noqa: E402
+from trainers.run_layout import RunLayout
 
 BATCHED_STACKABLE = ghost.opponents.stackable
 
@@ -47,8 +48,8 @@ def train_rate(game: str, steps: int, opponents: int, batched: bool, seed: int) 
     ghost.opponents.stackable = BATCHED_STACKABLE if batched else (lambda policies: False)
     try:
         with tempfile.TemporaryDirectory() as out:
-            session = TrainingSession(options=options, stepper=InProcessStepper(make_game(game, seed=seed)),
-                                      run_path=Path(out), seed=seed)  # fmt: skip
+            session = SelfPlaySession(options=options, stepper=InProcessStepper(make_game(game, seed=seed)),
+                                      layout=RunLayout(out), seed=seed)  # fmt: skip
             start = time.perf_counter()
             result = session.start(resume=False)
             try:

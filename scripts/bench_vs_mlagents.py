@@ -36,9 +36,10 @@ import json, sys, time, attrs, torch
 from pathlib import Path
 sys.path.insert(0, "scripts")
 from envs.sources import resolve_env
-from ghost.config_loader import load_options
-from ghost.learn import make_stepper
-from ghost.session import TrainingSession
+from ghost.config.loader import load_options
+from ghost.running.learn import make_stepper
+from ghost.running.session import SelfPlaySession
+from trainers.run_layout import RunLayout
 torch.set_num_threads(1)
 config, env, steps, out, self_play = sys.argv[1:6]
 options = load_options(config)
@@ -48,8 +49,8 @@ behaviors = {name: attrs.evolve(s, max_steps=int(steps), summary_freq=10**9,
              for name, s in options.behaviors.items()}
 options = attrs.evolve(options, behaviors=behaviors)
 factory = resolve_env(env)
-session = TrainingSession(options=options, stepper=make_stepper(options.env_settings, factory, 0),
-                          run_path=Path(out))
+session = SelfPlaySession(options=options, stepper=make_stepper(options.env_settings, factory, 0),
+                          layout=RunLayout(out))
 start = time.perf_counter()
 session.run()
 wall = time.perf_counter() - start

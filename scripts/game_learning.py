@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from envs.games import scripted_levels  # noqa: E402
-from ghost.evaluation import evaluate  # noqa: E402
-from trainers.policy_file import load_policy  # noqa: E402
+from ghost.evaluation.head_to_head import evaluate  # noqa: E402
+from trainers.policy import load_policy  # noqa: E402
 
 SIDES = {"strikers_vs_goalie": ["Striker", "Goalie"]}
 CONFIGS = {"tennis_sac": "tennis"}

@@ -23,9 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from envs.games import make_game  # noqa: E402
 from envs.stepping import InProcessStepper  # noqa: E402
-from ghost.config_loader import load_options  # noqa: E402
-from ghost.session import TrainingSession  # noqa: E402
-from ghost.settings import FixedOpponentSettings, SamplingSettings  # noqa: E402
+from ghost.config.loader import load_options  # noqa: E402
+from ghost.running.session import SelfPlaySession  # noqa: E402
+from trainers.run_layout import RunLayout
+from ghost.core.settings import FixedOpponentSettings, SamplingSettings  # noqa: E402
 
 
 def main() -> None:
@@ -45,9 +46,9 @@ def main() -> None:
     settings = attrs.evolve(settings, max_steps=args.steps, self_play=self_play)
     options = attrs.evolve(options, behaviors={name: settings})
     with tempfile.TemporaryDirectory() as out:
-        session = TrainingSession(
+        session = SelfPlaySession(
             options=options, stepper=InProcessStepper(make_game(args.game, seed=args.seed)),
-            run_path=Path(out), seed=args.seed,
+            layout=RunLayout(out), seed=args.seed,
         )  # fmt: skip
         session.run()
     ghost = session.trainers[name]

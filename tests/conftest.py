@@ -10,7 +10,7 @@ import attrs
 import pytest
 import yaml
 
-from ghost import registry
+from trainers import registry
 from trainers.hyperparameters import PPOSettings, SACSettings
 
 REFERENCE_CONFIGS = Path("/work/shared/reference/mlagents-config")

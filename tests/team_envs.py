@@ -16,7 +16,7 @@ Final rewards (only the last step of an episode pays):
 
 The second half of the module holds what the unit tests need to drive a ``GhostTrainer`` without an
 environment: ``RecordingTrainer`` (a wrapped trainer that records what reaches it),
-``GhostRig`` (a ghost trainer wired like ``TrainingSession.connect_behaviors`` does) and
+``GhostRig`` (a ghost trainer wired like ``SelfPlaySession.connect_behaviors`` does) and
 ``make_batch`` (a ``StepBatch`` from plain lists).
 """
 
@@ -38,10 +38,14 @@ from mlagents_envs.base_env import (
 
 from envs.specs import vector_observation_spec
 from envs.stepping import BehaviorSteps
-from ghost.behavior_id import BehaviorId
-from ghost.controller import GhostController
-from ghost.ghost_trainer import GhostTrainer
-from ghost.settings import NetworkSettings, SelfPlaySettings, TrainerSettings
+from envs.behavior_id import BehaviorId
+from ghost.core.controller import GhostController
+from ghost.core.self_play import SelfPlayState
+from trainers.run_layout import RunLayout
+from ghost.running.ghost_trainer import GhostTrainer
+from trainers.settings import NetworkSettings
+from ghost.config.settings import BehaviorSettings
+from ghost.core.settings import SelfPlaySettings
 from trainers.base import ActionOutput, ExperienceQueue, PolicyQueue, StepBatch, Trainer
 from trainers.policy import TorchPolicy
 
@@ -242,13 +246,15 @@ class GhostRig:
         **self_play: Any,
     ) -> None:
         self.controller = controller if controller is not None else GhostController()
-        settings = TrainerSettings(max_steps=10**9, self_play=SelfPlaySettings(**self_play))
+        settings = BehaviorSettings(max_steps=10**9, self_play=SelfPlaySettings(**self_play))
         self.inner = RecordingTrainer(
             behavior_name=name, settings=settings, artifact_dir=Path(artifact_dir) / name
         )
+        state = SelfPlayState(behavior_name=name, settings=settings.self_play, seed=seed)
         self.ghost = GhostTrainer(
-            trainer=self.inner, controller=self.controller, self_play=settings.self_play, seed=seed
-        )
+            trainer=self.inner, controller=self.controller, state=state,
+            layout=RunLayout(artifact_dir),
+        )  # fmt: skip
         self.name = name
         self.queues: dict[int, ExperienceQueue] = {}
         self.policy_queues: dict[int, PolicyQueue] = {}
@@ -271,6 +277,17 @@ class GhostRig:
 
     def opponents(self, team: int):  # type: ignore[no-untyped-def]
         return self.ghost.opponent_policies[BehaviorId(self.name, team)].opponents
+
+
+def apply_team_change(controller: GhostController, *rigs: GhostRig) -> bool:
+    """What ``SelfPlaySession.between_steps`` does: make a requested team change and tell every
+    ghost (the session also resets the environments); whether a change happened."""
+    change = controller.take_team_change()
+    if change is None:
+        return False
+    for rig in rigs:
+        rig.ghost.on_team_change(change)
+    return True
 
 
 def make_batch(

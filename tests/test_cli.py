@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from ghost import cli
-from ghost.config_loader import load_options
+from ghost.running import cli
+from ghost.config.loader import load_options
 from ghost.exceptions import RunDirectoryError
-from ghost.run_dir import RunDirectory, safe_name
-from ghost.settings import CheckpointSettings
+from ghost.running import api
+from ghost.running.run_dir import RunDirectory
+from trainers.run_layout import safe_name
+from ghost.config.settings import CheckpointSettings
 from tests.conftest import REFERENCE_CONFIGS
 
 pytestmark = pytest.mark.usefixtures("fake_registry")
@@ -31,13 +33,15 @@ DUEL_SELF_PLAY = {"behaviors": {"Duel": {"self_play": {"save_steps": 500}, "max_
 
 @pytest.fixture
 def training(monkeypatch):
-    """Replace ``ghost.learn`` by a recorder of what ``run_training`` receives."""
+    """Replace ``run_training`` (what the CLI reaches through ``ghost.train``'s machinery) by a
+    recorder of what it receives."""
     calls = []
-    module = types.ModuleType("ghost.learn")
-    module.run_training = lambda options, *, env_factory, run_dir: calls.append(
-        (options, env_factory, run_dir)
-    )
-    monkeypatch.setitem(sys.modules, "ghost.learn", module)
+    monkeypatch.setattr(
+        api, "run_training",
+        lambda options, *, env_factory, run_dir, callbacks=(): calls.append(
+            (options, env_factory, run_dir)
+        ),
+    )  # fmt: skip
     return calls
 
 
@@ -49,7 +53,7 @@ def run_cli(capsys, *argv):
 
 def ghost_learn_command() -> list[str]:
     script = shutil.which("ghost-learn")
-    return [script] if script else [sys.executable, "-m", "ghost.cli"]
+    return [script] if script else [sys.executable, "-m", "ghost.running.cli"]
 
 
 # -- help ---------------------------------------------------------------------------------------
@@ -241,13 +245,14 @@ def prepare(tmp_path, **settings) -> RunDirectory:
 
 def test_run_directory_paths(tmp_path):
     run_dir = prepare(tmp_path, run_id="r")
-    assert run_dir.root == tmp_path / "r" and run_dir.run_logs_dir.is_dir()
-    assert run_dir.configuration_path == tmp_path / "r" / "configuration.yaml"
-    assert run_dir.behavior_dir("Tennis") == tmp_path / "r" / "Tennis"
-    assert run_dir.checkpoints_dir("Tennis").is_dir()
-    assert run_dir.snapshots_dir("Tennis") == tmp_path / "r" / "Tennis" / "snapshots"
-    assert run_dir.final_policy_path("Tennis") == tmp_path / "r" / "Tennis.pt"
-    assert run_dir.final_policy_path("A/B:c") == tmp_path / "r" / "A_B_c.pt"
+    layout = run_dir.layout
+    assert run_dir.root == tmp_path / "r" and layout.run_logs_dir.is_dir()
+    assert layout.configuration_path == tmp_path / "r" / "configuration.yaml"
+    assert layout.behavior_dir("Tennis") == tmp_path / "r" / "Tennis"
+    assert layout.checkpoint_path("Tennis", 30) == tmp_path / "r/Tennis/checkpoints/Tennis-30.pt"
+    assert layout.snapshot_path("Tennis", 2) == tmp_path / "r/Tennis/snapshots/snapshot-2.pt"
+    assert layout.final_policy_path("Tennis") == tmp_path / "r" / "Tennis.pt"
+    assert layout.final_policy_path("A/B:c") == tmp_path / "r" / "A_B_c.pt"
     assert safe_name("..") == "_"
 
 

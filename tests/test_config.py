@@ -8,12 +8,14 @@ from pathlib import Path
 import attrs
 import pytest
 
-from ghost import settings as schema
-from ghost.behavior_id import BehaviorId
-from ghost.behavior_matching import match_behaviors
-from ghost.config_loader import (
+from envs import settings as env_schema
+from ghost.config import settings as schema
+from ghost.config.settings import default_behavior_settings
+from trainers import settings as trainer_schema
+from envs.behavior_id import BehaviorId
+from ghost.config.behavior_matching import match_behaviors
+from ghost.config.loader import (
     apply_overrides,
-    default_trainer_settings,
     load_options,
     options_from_dict,
     with_deterministic_actions,
@@ -25,7 +27,8 @@ from ghost.exceptions import (
     TrainerTypeError,
     UnsupportedFeatureError,
 )
-from ghost.settings import EncoderType, ScheduleType, SelfPlaySettings
+from trainers.settings import EncoderType, ScheduleType
+from ghost.core.settings import SelfPlaySettings
 from tests.conftest import REFERENCE_CONFIGS
 from tests.fake_envs import spec
 from trainers.hyperparameters import PPOSettings, SACSettings
@@ -256,9 +259,9 @@ def test_team_change_defaults_to_five_save_steps():
 
 def test_empty_sections_mean_defaults():
     options = options_from_dict({"behaviors": {"A": None, "B": {"network_settings": None}}})
-    assert options.behaviors["A"] == default_trainer_settings()
-    assert options.behaviors["B"] == default_trainer_settings()
-    assert isinstance(default_trainer_settings().hyperparameters, PPOSettings)
+    assert options.behaviors["A"] == default_behavior_settings()
+    assert options.behaviors["B"] == default_behavior_settings()
+    assert isinstance(default_behavior_settings().hyperparameters, PPOSettings)
     assert options_from_dict(None) == options_from_dict({})
 
 
@@ -387,7 +390,7 @@ def test_unconfigured_behavior_is_an_error_when_others_are_configured():
             options_from_dict({"behaviors": {"Other": {}}}), {BehaviorId("Solo"): spec()}
         )
     resolved = match_behaviors(options_from_dict({}), {BehaviorId("Solo"): spec()})
-    assert resolved["Solo"] == default_trainer_settings()
+    assert resolved["Solo"] == default_behavior_settings()
 
 
 def test_teams_of_one_name_must_share_specs():
@@ -401,14 +404,14 @@ def test_teams_of_one_name_must_share_specs():
     "section",
     [
         schema.RunOptions,
-        schema.TrainerSettings,
+        trainer_schema.TrainerSettings,
         PPOSettings,
         SACSettings,
-        schema.NetworkSettings,
-        schema.RewardSignalSettings,
+        trainer_schema.NetworkSettings,
+        trainer_schema.RewardSignalSettings,
         SelfPlaySettings,
-        schema.EnvironmentSettings,
-        schema.EngineSettings,
+        env_schema.EnvironmentSettings,
+        env_schema.EngineSettings,
         schema.CheckpointSettings,
         schema.TorchSettings,
     ],

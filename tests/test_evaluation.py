@@ -13,9 +13,9 @@ from mlagents_envs.base_env import ActionTuple
 
 from envs.games import make_game
 from envs.matrix_games import RockPaperScissors
-from ghost import cli as learn_cli
-from ghost.evaluate_cli import main
-from ghost.evaluation import (
+from ghost.running import cli as learn_cli
+from ghost.evaluation.cli import main
+from ghost.evaluation.head_to_head import (
     EvaluationResult,
     evaluate,
     evaluate_against_snapshots,
@@ -23,7 +23,7 @@ from ghost.evaluation import (
     wilson_interval,
 )
 from ghost.exceptions import CheckpointError, ConfigError, EnvironmentSourceError
-from ghost.settings import NetworkSettings
+from trainers.settings import NetworkSettings
 from trainers.policy import TorchPolicy
 
 TINY_RPS = """

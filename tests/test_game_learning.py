@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ghost import cli
-from ghost.evaluation import evaluate
+from ghost.running import cli
+from ghost.evaluation.head_to_head import evaluate
 
 pytestmark = pytest.mark.slow
 

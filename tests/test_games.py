@@ -15,7 +15,7 @@ from envs.matrix_games import BiasedRPS, RockPaperScissors, exploitability
 from envs.scripted import play_matches
 from envs.soccer import SoccerTwos
 from envs.vector_game import VectorGame, mix_seed
-from ghost.behavior_id import BehaviorId
+from envs.behavior_id import BehaviorId
 
 GAMES = sorted(BUILTIN_GAMES)
 EXPECTED = {

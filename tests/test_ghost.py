@@ -12,11 +12,14 @@ from collections import Counter
 import pytest
 import torch
 
-from ghost.behavior_id import BehaviorId
-from ghost.controller import GhostController
-from ghost.opponents import LATEST, OpponentPolicy
-from ghost.snapshots import SnapshotWindow
-from tests.team_envs import GhostRig
+from envs.behavior_id import BehaviorId
+from ghost.core.controller import GhostController, TeamChange
+from ghost.core.opponents import LATEST
+from ghost.core.self_play import SelfPlayState
+from ghost.core.settings import SelfPlaySettings
+from ghost.core.snapshots import SnapshotWindow
+from ghost.running.opponent_policy import OpponentPolicy
+from tests.team_envs import GhostRig, apply_team_change
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -47,7 +50,7 @@ def test_only_the_learning_team_reaches_the_wrapped_trainer(tmp_path):
         rig.ghost.advance()
     assert [b.behavior_id for b in rig.inner.received] == [BehaviorId("Arena", 0)] * 5
     assert all(got is sent for got, sent in zip(rig.inner.received, learning, strict=True))
-    assert rig.ghost.ghost_step == sum(b.agent_steps for b in ghosted) == 15
+    assert rig.ghost.state.ghost_step == sum(b.agent_steps for b in ghosted) == 15
     assert rig.ghost.step == rig.inner.step == 15
 
 
@@ -61,12 +64,12 @@ def test_after_a_team_change_the_other_team_is_routed_to_the_trainer(tmp_path):
         ghost_expected += sum(b.agent_steps for t, b in sent.items() if t != collected_under)
         before = len(rig.inner.received)
         rig.ghost.advance()
-        rig.controller.should_reset()
+        apply_team_change(rig.controller, rig)
         new = rig.inner.received[before:]
         routed_ok.append(new == [sent[collected_under]])
     assert rig.controller.team_changes >= 2  # both teams learned
     assert all(routed_ok)
-    assert rig.ghost.ghost_step == ghost_expected
+    assert rig.ghost.state.ghost_step == ghost_expected
 
 
 def test_asymmetric_batches_collected_while_ghosted_never_reach_the_trainer(tmp_path):
@@ -83,7 +86,7 @@ def test_asymmetric_batches_collected_while_ghosted_never_reach_the_trainer(tmp_
         seen = len(striker.inner.received), len(goalie.inner.received)
         striker.ghost.advance()
         goalie.ghost.advance()
-        controller.should_reset()
+        apply_team_change(controller, striker, goalie)
         new = striker.inner.received[seen[0] :] + goalie.inner.received[seen[1] :]
         leaked += [b.behavior_id for b in new if b.behavior_id.team != collected_under]
     assert controller.team_changes >= 3
@@ -107,28 +110,28 @@ def test_first_snapshot_is_the_initial_policy_and_a_frozen_copy(tmp_path):
     rig = GhostRig(artifact_dir=tmp_path)
     learner = rig.ghost.learner
     initial = learner.get_weights()
-    assert len(rig.ghost.window) == 0  # taken when training starts (after --initialize-from)
+    assert len(rig.ghost.state.window) == 0  # taken when training starts (after --initialize-from)
     rig.ghost.advance()
-    assert len(rig.ghost.window) == 1
-    first = rig.ghost.window[0]
+    assert len(rig.ghost.state.window) == 1
+    first = rig.ghost.state.window[0]
     assert (first.snapshot_id, first.step, first.rating) == (0, 0, 1200.0)
     assert weights_equal(first.weights, initial)
     nudge(learner)  # the learner trains on; the snapshot must not move with it
     assert not weights_equal(learner.get_weights(), initial)
-    assert weights_equal(rig.ghost.window[0].weights, initial)
+    assert weights_equal(rig.ghost.state.window[0].weights, initial)
 
 
 def test_snapshots_every_save_steps_into_the_window_with_the_current_rating(tmp_path):
     rig = GhostRig(artifact_dir=tmp_path, save_steps=4, window=3, team_change=10**6)
     for i in range(8):
         if i == 5:
-            rig.ghost.rating = 1337.5
+            rig.ghost.state.rating = 1337.5
         rig.put(0, decisions=2)
         rig.ghost.advance()
     # snapshots at trainer steps 0 (initial), 4, 8, 12, 16; the window keeps the last three
-    assert [s.snapshot_id for s in rig.ghost.window] == [2, 3, 4]
-    assert [s.step for s in rig.ghost.window] == [8, 12, 16]
-    assert [s.rating for s in rig.ghost.window] == [1200.0, 1337.5, 1337.5]
+    assert [s.snapshot_id for s in rig.ghost.state.window] == [2, 3, 4]
+    assert [s.step for s in rig.ghost.state.window] == [8, 12, 16]
+    assert [s.rating for s in rig.ghost.state.window] == [1200.0, 1337.5, 1337.5]
 
 
 # -- 2. swaps -----------------------------------------------------------------------------------------
@@ -143,15 +146,15 @@ def test_latest_share_and_uniform_window_draws(tmp_path, ratio):
     for _ in range(window + 2):  # snapshots 0 (initial) to 7: the window keeps 3..7
         rig.put(0, decisions=1)
         rig.ghost.advance()
-    ids = [s.snapshot_id for s in rig.ghost.window]
+    ids = [s.snapshot_id for s in rig.ghost.state.window]
     assert ids == [3, 4, 5, 6, 7]
     swaps = 1000
     draws = []
     for _ in range(swaps):
         rig.put(1, decisions=1)  # one ghost step: a swap every advance
-        before = rig.ghost.swaps
+        before = rig.ghost.state.swaps
         rig.ghost.advance()
-        assert rig.ghost.swaps == before + 1
+        assert rig.ghost.state.swaps == before + 1
         draws += rig.opponents(1)
     n = len(draws)
     assert n == 4 * swaps
@@ -188,12 +191,12 @@ def test_ratio_zero_plays_window_snapshots_and_loads_their_weights(tmp_path):
     rig = GhostRig(artifact_dir=tmp_path, swap_steps=1, opponents_per_swap=1,
                    play_against_latest_model_ratio=0.0)  # fmt: skip
     rig.ghost.advance()  # training starts: the first snapshot
-    initial = rig.ghost.window[0].weights
+    initial = rig.ghost.state.window[0].weights
     nudge(rig.ghost.learner)
     rig.put(1, decisions=1)
     rig.ghost.advance()
     (opponent,) = rig.opponents(1)
-    assert not opponent.is_latest and opponent.snapshot is rig.ghost.window[0]
+    assert not opponent.is_latest and opponent.snapshot is rig.ghost.state.window[0]
     assert weights_equal(rig.ghost.acting_policy(BehaviorId("Arena", 1)).get_weights(), initial)
 
 
@@ -203,11 +206,11 @@ def test_swaps_every_swap_steps_ghost_steps_and_publishes(tmp_path):
     for _ in range(12):
         rig.put(0, decisions=1)
         rig.put(1, decisions=2, first_id=10)  # 2 ghost steps per advance
-        before = rig.ghost.swaps
+        before = rig.ghost.state.swaps
         rig.ghost.advance()
         policies = {team: rig.policy_queues[team].take() for team in (0, 1)}
-        if rig.ghost.swaps > before:
-            swapped_at.append(rig.ghost.ghost_step)
+        if rig.ghost.state.swaps > before:
+            swapped_at.append(rig.ghost.state.ghost_step)
             published.append(policies)
         else:
             assert policies == {0: None, 1: None}  # nothing published between swaps
@@ -227,35 +230,35 @@ def test_every_team_change_swaps_and_hands_policies_over(tmp_path):
         learning = rig.controller.learning_team
         rig.put(learning, decisions=2, first_id=10 * learning)
         rig.put(1 - learning, decisions=2, first_id=10 * (1 - learning))
-        changes, swaps = rig.controller.team_changes, rig.ghost.swaps
+        changes, swaps = rig.controller.team_changes, rig.ghost.state.swaps
         old_opponents = rig.opponents(learning)
         rig.ghost.advance()
         assert rig.controller.learning_team == learning  # advance only asks for the change
-        changed = rig.controller.should_reset()  # as TrainingSession.step_once does
+        changed = apply_team_change(rig.controller, rig)  # as SelfPlaySession.step_once does
         policies = {team: rig.policy_queues[team].take() for team in (0, 1)}
         if changed:
             changes_seen += 1
             assert rig.controller.team_changes == changes + 1
-            assert rig.controller.should_reset() is False  # once per change
+            assert apply_team_change(rig.controller, rig) is False  # once per change
             new = rig.controller.learning_team
             assert new == 1 - learning
-            assert rig.ghost.swaps == swaps + 1
+            assert rig.ghost.state.swaps == swaps + 1
             assert policies[new] is rig.ghost.learner
             assert isinstance(policies[learning], OpponentPolicy)
             # the team that stopped learning got freshly drawn opponents
             assert rig.opponents(learning) is not old_opponents
         else:
             assert rig.controller.team_changes == changes
-            assert rig.ghost.swaps == swaps + (1 if swaps == 0 else 0)
+            assert rig.ghost.state.swaps == swaps + (1 if swaps == 0 else 0)
     assert changes_seen >= 3
-    assert rig.ghost.swaps == 1 + changes_seen
+    assert rig.ghost.state.swaps == 1 + changes_seen
 
 
 def test_each_arena_faces_its_own_opponent(tmp_path):
     rig = GhostRig(artifact_dir=tmp_path, opponents_per_swap=4, play_against_latest_model_ratio=0.5)
     opponents = rig.opponents(1)
     assert len(opponents) == 4
-    faced = [rig.ghost.opponent_in(1, arena) for arena in range(8)]
+    faced = [rig.ghost.state.opponent_in(1, arena) for arena in range(8)]
     assert [id(o) for o in faced[:4]] == [id(o) for o in opponents]
     assert [id(o) for o in faced[4:]] == [id(o) for o in opponents]
 
@@ -263,14 +266,8 @@ def test_each_arena_faces_its_own_opponent(tmp_path):
 # -- 3. rotation ------------------------------------------------------------------------------------
 
 
-class StubTrainer:
-    """What the controller needs of a ghost trainer: to be told about team changes."""
-
-    def __init__(self) -> None:
-        self.changes = 0
-
-    def on_team_change(self) -> None:
-        self.changes += 1
+def owner_stub(name: str = "Stub") -> SelfPlayState:
+    return SelfPlayState(behavior_name=name, settings=SelfPlaySettings())
 
 
 @pytest.mark.parametrize(
@@ -280,45 +277,44 @@ class StubTrainer:
 )
 def test_controller_rotates_round_robin_in_subscription_order(teams):
     controller = GhostController()
-    trainers = [StubTrainer() for _ in teams]
-    for team, trainer in zip(teams, trainers, strict=True):
-        controller.subscribe_team_id(team, trainer=trainer)  # type: ignore[arg-type]
-        controller.subscribe_team_id(team, trainer=StubTrainer())  # type: ignore[arg-type]
+    for team in teams:
+        controller.subscribe_team(team, owner_stub())
+        controller.subscribe_team(team, owner_stub())
     assert controller.teams == teams  # subscribing a team twice changes nothing
     assert controller.learning_team == teams[0]
-    assert controller.should_reset() is False
+    assert controller.take_team_change() is None
     order = [controller.learning_team]
-    for change in range(1, 2 * len(teams) + 1):
-        controller.change_training_team()
-        controller.change_training_team()  # a request while one is pending is ignored
-        # only requested: the change happens when the run loop asks whether to reset
-        assert (controller.learning_team, controller.team_changes) == (order[-1], change - 1)
-        assert [t.changes for t in trainers] == [change - 1] * len(teams)
-        assert controller.should_reset() is True
-        assert controller.team_changes == change
-        assert controller.should_reset() is False  # exactly once per change
+    for count in range(1, 2 * len(teams) + 1):
+        controller.request_team_change()
+        controller.request_team_change()  # a request while one is pending is the same request
+        # only requested: the change happens when the session takes it
+        assert (controller.learning_team, controller.team_changes) == (order[-1], count - 1)
+        change = controller.take_team_change()
+        assert change == TeamChange(
+            previous_team=order[-1], learning_team=controller.learning_team, count=count
+        )
+        assert controller.team_changes == count
+        assert controller.take_team_change() is None  # exactly once per change
         order.append(controller.learning_team)
-        # every ghost trainer hears of the change at once (to swap and publish its policies)
-        assert [t.changes for t in trainers] == [change] * len(teams)
     assert order == teams + teams + [teams[0]]
 
 
 def test_controller_state_keeps_rotation_order():
     saved = GhostController()
     for team in (2, 0, 1):
-        saved.subscribe_team_id(team, trainer=StubTrainer())  # type: ignore[arg-type]
-    saved.change_training_team()
-    assert saved.should_reset() is True
+        saved.subscribe_team(team, owner_stub())
+    saved.request_team_change()
+    assert saved.take_team_change() is not None
     restored = GhostController()
     for team in (0, 1, 2, 3):  # teams re-subscribe in another order; team 3 is new
-        restored.subscribe_team_id(team, trainer=StubTrainer())  # type: ignore[arg-type]
+        restored.subscribe_team(team, owner_stub())
     restored.load_state_dict(saved.state_dict())
     assert (restored.learning_team, restored.team_changes) == (0, 1)
-    assert restored.should_reset() is False
+    assert restored.take_team_change() is None
     order = []
     for _ in range(4):
-        restored.change_training_team()
-        assert restored.should_reset() is True
+        restored.request_team_change()
+        assert restored.take_team_change() is not None
         order.append(restored.learning_team)
     assert order == [1, 3, 2, 0]
 
@@ -346,7 +342,7 @@ def run_asymmetric(tmp_path, env_steps: int, team_change: int):
         collected += agents[learning]
         for rig in rigs.values():
             rig.ghost.advance()
-        if controller.should_reset():
+        if apply_team_change(controller, *rigs.values()):
             turns.append((learning, collected))
             collected = 0
             for rig in rigs.values():
@@ -372,7 +368,7 @@ def test_first_turn_lasts_exactly_team_change_steps(tmp_path):
     while rig.controller.team_changes == 0:
         rig.put(0, decisions=2)
         rig.ghost.advance()
-        rig.controller.should_reset()  # the change happens here, as in TrainingSession.step_once
+        apply_team_change(rig.controller, rig)  # the change happens here, as in SelfPlaySession.step_once
         steps += 2
         assert steps <= 20
     assert steps == 6
@@ -381,9 +377,9 @@ def test_first_turn_lasts_exactly_team_change_steps(tmp_path):
 def test_asymmetric_ghosted_trainer_takes_no_snapshots(tmp_path):
     controller, rigs, turns = run_asymmetric(tmp_path, env_steps=9, team_change=10**6)
     assert turns == [] and controller.learning_team == 0
-    assert rigs[1].inner.step == 0 and len(rigs[1].ghost.window) == 1
-    assert rigs[1].ghost.ghost_step == 9  # its agent steps all counted as ghost steps
-    assert rigs[0].ghost.ghost_step == 0
+    assert rigs[1].inner.step == 0 and len(rigs[1].ghost.state.window) == 1
+    assert rigs[1].ghost.state.ghost_step == 9  # its agent steps all counted as ghost steps
+    assert rigs[0].ghost.state.ghost_step == 0
 
 
 # -- 6. behavior ids ----------------------------------------------------------------------------------
@@ -414,7 +410,7 @@ def test_ghost_trainer_keeps_teams_of_odd_names_apart(tmp_path):
     rig.put(5, decisions=4, first_id=10)
     rig.ghost.advance()
     assert [b.behavior_id for b in rig.inner.received] == [BehaviorId.parse("My:Agent#1 v2?team=3")]
-    assert rig.ghost.ghost_step == 4
+    assert rig.ghost.state.ghost_step == 4
 
 
 def test_state_dict_round_trip_restores_window_counters_and_draws(tmp_path):
@@ -423,21 +419,22 @@ def test_state_dict_round_trip_restores_window_counters_and_draws(tmp_path):
         rig.put(0, decisions=1)
         rig.put(1, decisions=1, first_id=10)
         rig.ghost.advance()
-    rig.ghost.rating = 1250.0
+    rig.ghost.state.rating = 1250.0
     state = rig.ghost.state_dict()
-    for snapshot in rig.ghost.window:  # snapshots are written as files
+    for snapshot in rig.ghost.state.window:  # snapshots are written as files
         assert snapshot.path is not None and snapshot.path.is_file()
     twin = GhostRig(artifact_dir=tmp_path / "twin", save_steps=2, window=3, swap_steps=3, seed=99)
     twin.ghost.load_state_dict(state)
-    a, b = rig.ghost, twin.ghost
+    a, b = rig.ghost.state, twin.ghost.state
     assert [(s.snapshot_id, s.step, s.rating) for s in a.window] == [
         (s.snapshot_id, s.step, s.rating) for s in b.window
     ]
     for x, y in zip(a.window, b.window, strict=True):
         assert weights_equal(x.weights, y.weights)
     counters = ("rating", "ghost_step", "last_save_step", "last_swap_ghost_step",
-                "team_start_step", "swaps", "step")  # fmt: skip
+                "team_start_step", "swaps")  # fmt: skip
     assert {c: getattr(a, c) for c in counters} == {c: getattr(b, c) for c in counters}
+    assert rig.ghost.step == twin.ghost.step
     ours = [(o.snapshot.snapshot_id, o.snapshot.rating) for o in rig.opponents(1)]
     theirs = [(o.snapshot.snapshot_id, o.snapshot.rating) for o in twin.opponents(1)]
     assert ours == theirs
@@ -460,14 +457,14 @@ def test_resume_keeps_an_evicted_opponent(tmp_path):
         rig.ghost.advance()  # the first advance draws the opponent before it snapshots again
         if i == 0:
             (playing,) = rig.opponents(1)
-    assert [s.snapshot_id for s in rig.ghost.window] == [3, 4]
+    assert [s.snapshot_id for s in rig.ghost.state.window] == [3, 4]
     assert playing.snapshot.snapshot_id == 0  # evicted, but still the opponent until a swap
     assert rig.opponents(1) == [playing]
     twin = GhostRig(artifact_dir=tmp_path / "twin", **options)
     twin.ghost.load_state_dict(rig.ghost.state_dict())
     (restored,) = twin.opponents(1)
     assert restored.snapshot.snapshot_id == playing.snapshot.snapshot_id  # its original id
-    assert not restored.is_latest and twin.ghost.window.by_id(0) is None
+    assert not restored.is_latest and twin.ghost.state.window.by_id(0) is None
     assert restored.snapshot.rating == playing.snapshot.rating
     assert weights_equal(restored.snapshot.weights, playing.snapshot.weights)
     assert weights_equal(twin.ghost.acting_policy(BehaviorId("Arena", 1)).get_weights(),

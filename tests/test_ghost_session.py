@@ -1,4 +1,4 @@
-"""Self-play through a real ``TrainingSession`` (PPO) on toy multi-team environments.
+"""Self-play through a real ``SelfPlaySession`` (PPO) on toy multi-team environments.
 
 Rotation over three teams, the first snapshot, stats of the learning team only, the error for
 several teams without ``self_play``, and resuming after ``kill -9``.
@@ -18,17 +18,22 @@ import numpy as np
 import pytest
 import torch
 
-import ghost.checkpointing
+import trainers.checkpoints
 from envs.stepping import InProcessStepper
-from ghost.behavior_id import BehaviorId
+from envs.behavior_id import BehaviorId
 from ghost.exceptions import EnvironmentSpecError
-from ghost.ghost_trainer import GhostTrainer
-from ghost.opponents import LATEST, OpponentPolicy
-from ghost.session import TrainingSession
-from ghost.settings import NetworkSettings, RunOptions, SelfPlaySettings, TrainerSettings
+from ghost.running.ghost_trainer import GhostTrainer
+from ghost.core.opponents import LATEST
+from ghost.running.opponent_policy import OpponentPolicy
+from ghost.running.session import SelfPlaySession
+from trainers.run_layout import RunLayout
+from trainers.settings import NetworkSettings
+from ghost.config.settings import BehaviorSettings
+from ghost.config.settings import RunOptions
+from ghost.core.settings import SelfPlaySettings
 from tests.team_envs import TeamArenaEnv
 from trainers.hyperparameters import PPOSettings
-from trainers.policy_file import load_policy
+from trainers.policy import load_policy
 from trainers.stats import CUMULATIVE_REWARD, ELO, EPISODE_LENGTH
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,8 +45,8 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def trainer_settings(*, self_play: SelfPlaySettings | None, max_steps: int = 10**6,
-                     summary_freq: int = 10**6, checkpoint_interval: int = 10**6) -> TrainerSettings:  # fmt: skip
-    return TrainerSettings(
+                     summary_freq: int = 10**6, checkpoint_interval: int = 10**6) -> BehaviorSettings:  # fmt: skip
+    return BehaviorSettings(
         hyperparameters=PPOSettings(batch_size=32, buffer_size=64, num_epoch=1),
         network_settings=NetworkSettings(hidden_units=16, num_layers=1),
         max_steps=max_steps,
@@ -52,14 +57,14 @@ def trainer_settings(*, self_play: SelfPlaySettings | None, max_steps: int = 10*
 
 
 def make_session(
-    env: TeamArenaEnv, run_path: Path, **behaviors: TrainerSettings
-) -> TrainingSession:
-    return TrainingSession(
-        options=RunOptions(behaviors=behaviors), stepper=InProcessStepper(env), run_path=run_path
+    env: TeamArenaEnv, run_path: Path, **behaviors: BehaviorSettings
+) -> SelfPlaySession:
+    return SelfPlaySession(
+        options=RunOptions(behaviors=behaviors), stepper=InProcessStepper(env), layout=RunLayout(run_path)
     )
 
 
-def train_for(session: TrainingSession, env_steps: int) -> None:
+def train_for(session: SelfPlaySession, env_steps: int) -> None:
     """Start ``session`` without resuming, step it ``env_steps`` times, then finish it."""
     steps = session.start(resume=False)
     try:
@@ -69,7 +74,7 @@ def train_for(session: TrainingSession, env_steps: int) -> None:
         session.finish()
 
 
-def check_acting_policies(session: TrainingSession) -> None:
+def check_acting_policies(session: SelfPlaySession) -> None:
     """The learning team acts with the learner, every other team with frozen opponents."""
     for behavior_id, processor in session.processors.items():
         trainer = session.trainers[behavior_id.name]
@@ -108,7 +113,7 @@ def test_three_teams_learn_in_turn(tmp_path):
                 turn_start = trainer.step
             if first_checked is None and trainer.step >= 64:
                 # PPO updated once (buffer_size 64); the first snapshot is the untrained policy
-                first = trainer.window[0]
+                first = trainer.state.window[0]
                 assert (first.snapshot_id, first.step) == (0, 0)
                 assert any(not torch.equal(initial[k], v)
                            for k, v in trainer.learner.get_weights().items())  # fmt: skip
@@ -120,10 +125,10 @@ def test_three_teams_learn_in_turn(tmp_path):
     assert first_checked == 64
     assert turns == [(0, team_change), (1, team_change), (2, team_change)] * 2
     assert env.resets == 1 + session.controller.team_changes  # every change reset the env
-    assert trainer.ghost_step > 0 and trainer.rating != 1200.0
+    assert trainer.state.ghost_step > 0 and trainer.rating != 1200.0
 
 
-def asymmetric_session(tmp_path) -> TrainingSession:
+def asymmetric_session(tmp_path) -> SelfPlaySession:
     env = TeamArenaEnv(behaviors=("Striker?team=0", "Goalie?team=1"), num_arenas=ARENAS,
                        episode_length=3)  # fmt: skip
     self_play = SelfPlaySettings(save_steps=32, team_change=64, swap_steps=32, window=3)
@@ -147,9 +152,9 @@ def test_asymmetric_behaviors_take_turns_in_a_session(tmp_path):
     striker, goalie = session.trainers["Striker"], session.trainers["Goalie"]
     # each behavior learned in its own turns and snapshots only its own past selves
     assert striker.step >= 64 and goalie.step >= 64
-    assert striker.ghost_step > 0 and goalie.ghost_step > 0
+    assert striker.state.ghost_step > 0 and goalie.state.ghost_step > 0
     for trainer in (striker, goalie):
-        assert isinstance(trainer, GhostTrainer) and trainer.window.next_id > 1
+        assert isinstance(trainer, GhostTrainer) and trainer.state.window.next_id > 1
         assert set(trainer.behavior_ids) == {0 if trainer is striker else 1}
 
 
@@ -228,14 +233,14 @@ def test_odd_behavior_names_train_with_self_play(tmp_path):
     assert list(session.trainers) == [name]
     assert sorted(session.processors) == [BehaviorId(name, 3), BehaviorId(name, 5)]
     assert session.controller.teams == [3, 5] and session.controller.team_changes >= 1
-    for snapshot in session.trainers[name].window:
+    for snapshot in session.trainers[name].state.window:
         assert snapshot.path is not None and snapshot.path.is_file()
 
 
 # -- resume -----------------------------------------------------------------------------------------
 
 
-def resume_settings() -> TrainerSettings:
+def resume_settings() -> BehaviorSettings:
     """A run that, by its first checkpoint (step 160), changed teams, swapped and evicted."""
     return trainer_settings(
         self_play=SelfPlaySettings(
@@ -300,7 +305,7 @@ def test_resume_after_kill_restores_self_play_state(tmp_path, monkeypatch):
     saved = torch.load(run_path / entry["file"], map_location="cpu", weights_only=False)
     saved_ghost = saved["ghost"]
     assert killed_at > 160  # the child trained on past its first checkpoint before the kill
-    assert index["controller"]["team_changes"] >= 1 and saved_ghost["next_snapshot_id"] > 3
+    assert index["run_state"]["controller"]["team_changes"] >= 1 and saved_ghost["next_snapshot_id"] > 3
 
     session = make_session(resume_env(), run_path, Arena=resume_settings())
     ended: list[str] = []
@@ -319,13 +324,13 @@ def test_resume_after_kill_restores_self_play_state(tmp_path, monkeypatch):
         controller = session.controller
         assert isinstance(trainer, GhostTrainer)
         # the snapshot window: ids, steps, ratings and files
-        assert [(s.snapshot_id, s.step, s.rating, str(s.path)) for s in trainer.window] == [
+        assert [(s.snapshot_id, s.step, s.rating, str(s.path)) for s in trainer.state.window] == [
             (m["snapshot_id"], m["step"], m["rating"], m["path"]) for m in saved_ghost["window"]
         ]
-        assert [s.snapshot_id for s in trainer.window] == list(
+        assert [s.snapshot_id for s in trainer.state.window] == list(
             range(saved_ghost["next_snapshot_id"] - 3, saved_ghost["next_snapshot_id"])
         )
-        assert trainer.window.next_id == saved_ghost["next_snapshot_id"]
+        assert trainer.state.window.next_id == saved_ghost["next_snapshot_id"]
         # the learner: rating, step, weights
         assert trainer.rating == saved_ghost["rating"]
         assert trainer.step == entry["step"] == saved["trainer"]["step"]
@@ -334,15 +339,15 @@ def test_resume_after_kill_restores_self_play_state(tmp_path, monkeypatch):
         # the counters
         counters = ("ghost_step", "last_save_step", "last_swap_ghost_step", "team_start_step",
                     "swaps")  # fmt: skip
-        assert {c: getattr(trainer, c) for c in counters} == {c: saved_ghost[c] for c in counters}
+        assert {c: getattr(trainer.state, c) for c in counters} == {c: saved_ghost[c] for c in counters}
         # the controller
-        assert controller.learning_team == index["controller"]["learning_team"]
-        assert controller.team_changes == index["controller"]["team_changes"]
-        assert controller.teams == index["controller"]["teams"] == [0, 1]
+        assert controller.learning_team == index["run_state"]["controller"]["learning_team"]
+        assert controller.team_changes == index["run_state"]["controller"]["team_changes"]
+        assert controller.teams == index["run_state"]["controller"]["teams"] == [0, 1]
         # the opponents each ghosted team was playing
         window_ids = {m["snapshot_id"] for m in saved_ghost["window"]}
         for behavior_id, policy in trainer.opponent_policies.items():
-            recorded = saved_ghost["opponents"][str(behavior_id)]
+            recorded = saved_ghost["opponents"][str(behavior_id.team)]
             assert len(policy.opponents) == len(recorded)
             for opponent, entry in zip(policy.opponents, recorded, strict=True):
                 if "weights" in entry:  # the latest copy, or a snapshot evicted while in play
@@ -357,16 +362,16 @@ def test_resume_after_kill_restores_self_play_state(tmp_path, monkeypatch):
                         assert torch.equal(opponent.snapshot.weights[key], value)
                 else:  # a window snapshot: the very object of the restored window
                     assert entry["snapshot_id"] in window_ids
-                    assert opponent.snapshot is trainer.window.by_id(entry["snapshot_id"])
+                    assert opponent.snapshot is trainer.state.window.by_id(entry["snapshot_id"])
         check_acting_policies(session)
         # every snapshot the checkpoint names is a policy file of its own
         obs = [np.eye(3, dtype=np.float32)[[0, 1, 2]]]
-        for snapshot in trainer.window:
+        for snapshot in trainer.state.window:
             policy = load_policy(snapshot.path)
             assert policy.act(obs, deterministic=True).discrete.shape == (3, 1)
 
         # the first advances after resume continue the turn; it ends where it would have
-        changes, turn_ends = controller.team_changes, trainer.team_start_step + 96
+        changes, turn_ends = controller.team_changes, trainer.state.team_start_step + 96
         for _ in range(40):
             before = trainer.step
             steps = session.step_once(steps)
@@ -384,9 +389,9 @@ def test_snapshots_are_loadable_policy_files(tmp_path):
     session = make_session(resume_env(), run_path, Arena=resume_settings())
     train_for(session, 30)
     trainer = session.trainers["Arena"]
-    assert len(trainer.window) == 3
+    assert len(trainer.state.window) == 3
     obs = [np.eye(3, dtype=np.float32)[[0, 1, 2, 0]]]
-    for snapshot in trainer.window:
+    for snapshot in trainer.state.window:
         policy = load_policy(snapshot.path)
         for key, value in snapshot.weights.items():
             assert torch.equal(policy.get_weights()[key], value)
@@ -409,14 +414,14 @@ def test_kill_while_checkpointing_leaves_a_resumable_run(tmp_path, monkeypatch):
     assert index["behaviors"]["Arena"]["step"] == 160
     saved = torch.load(run_path / index["behaviors"]["Arena"]["file"], weights_only=False)
     named = [Path(m["path"]) for m in saved["ghost"]["window"]]
-    snapshot_dir = session.trainers["Arena"].snapshot_dir
+    snapshot_dir = session.trainers["Arena"].layout.snapshots_dir("Arena")
     # a complete checkpoint keeps exactly the files of its window
     assert sorted(snapshot_dir.glob("snapshot-*.pt")) == sorted(named)
 
     def killed(obj, path):
         raise _Killed
 
-    monkeypatch.setattr(ghost.checkpointing, "atomic_save", killed)
+    monkeypatch.setattr(trainers.checkpoints, "atomic_save", killed)
     with pytest.raises(_Killed):
         session.checkpointer.save(session.trainers, session.controller)
     monkeypatch.undo()
@@ -429,7 +434,7 @@ def test_kill_while_checkpointing_leaves_a_resumable_run(tmp_path, monkeypatch):
         trainer = resumed.trainers["Arena"]
         assert isinstance(trainer, GhostTrainer)
         assert trainer.step == 160
-        assert [s.path for s in trainer.window] == named
+        assert [s.path for s in trainer.state.window] == named
     finally:
         resumed.finish()
     # the next complete checkpoint (on finish) deleted the files no window names

@@ -12,10 +12,10 @@ import torch
 import yaml
 
 from envs.games import make_game
-from ghost import cli as learn_cli
-from ghost.evaluate_cli import main
+from ghost.running import cli as learn_cli
+from ghost.evaluation.cli import main
 from ghost.exceptions import ConfigError
-from ghost.league import (
+from ghost.evaluation.league import (
     FINAL,
     FIXED,
     SCRIPTED,
@@ -24,15 +24,15 @@ from ghost.league import (
     league_players,
     play_league,
 )
-from ghost.league_ratings import (
+from ghost.evaluation.league_ratings import (
     ELO_MEAN,
     PairResult,
     fit_bradley_terry,
     fit_elo,
     openskill_ratings,
 )
-from ghost.ratings import elo_expected
-from ghost.settings import NetworkSettings
+from ghost.core.ratings import elo_expected
+from trainers.settings import NetworkSettings
 from trainers.policy import TorchPolicy
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

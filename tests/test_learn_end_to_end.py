@@ -21,11 +21,12 @@ from mlagents_envs.base_env import (
     ObservationType,
 )
 
-from ghost import cli
-from ghost.behavior_id import BehaviorId
-from ghost.settings import EncoderType, NetworkSettings
+from ghost.running import cli
+from envs.behavior_id import BehaviorId
+from trainers.settings import EncoderType, NetworkSettings
 from trainers.policy import TorchPolicy
-from trainers.policy_file import load_policy, read_policy_weights
+from trainers.policy import load_policy
+from trainers.policy_file import read_policy_weights
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,7 +51,7 @@ def _config(tmp_path: Path, max_steps: int) -> Path:
 
 def test_ctrl_c_writes_a_checkpoint_and_resume_continues(tmp_path):
     results = tmp_path / "results"
-    command = [sys.executable, "-m", "ghost.cli", str(_config(tmp_path, 10**9)),
+    command = [sys.executable, "-m", "ghost.running.cli", str(_config(tmp_path, 10**9)),
                "--run-id", "long", "--results-dir", str(results)]  # fmt: skip
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
@@ -87,15 +88,15 @@ def test_initialize_from_starts_with_the_other_runs_weights(tmp_path, monkeypatc
                      "--results-dir", str(results)]) == 0  # fmt: skip
     first = read_policy_weights(results / "first" / "Target.pt")
     started_with = {}
-    from ghost import session as session_module
+    from ghost.running import session as session_module
 
-    original = session_module.TrainingSession.initialize_from
+    original = session_module.SelfPlaySession.initialize_from
 
     def spy(self, policy_files):
         original(self, policy_files)
         started_with.update(self.trainers["Target"].get_policy(BehaviorId("Target")).get_weights())
 
-    monkeypatch.setattr(session_module.TrainingSession, "initialize_from", spy)
+    monkeypatch.setattr(session_module.SelfPlaySession, "initialize_from", spy)
     assert cli.main([str(_config(tmp_path, 300)), "--run-id", "second", "--results-dir",
                      str(results), "--initialize-from", "first"]) == 0  # fmt: skip
     for key, value in first.items():

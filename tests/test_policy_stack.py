@@ -15,9 +15,10 @@ from mlagents_envs.base_env import (
 )
 
 from envs.specs import vector_observation_spec
-from ghost.opponents import FixedOpponent, Opponent, OpponentPolicy
-from ghost.settings import NetworkSettings
-from ghost.snapshots import Snapshot
+from ghost.core.opponents import FixedOpponent, Opponent
+from ghost.running.opponent_policy import OpponentPolicy
+from trainers.settings import NetworkSettings
+from ghost.core.snapshots import Snapshot
 from trainers.policy import TorchPolicy
 from trainers.policy_stack import PolicyStack, stackable
 

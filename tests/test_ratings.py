@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from ghost.controller import GhostController
-from ghost.ratings import (
+from ghost.core.controller import GhostController
+from ghost.core.ratings import (
     DRAW,
     LOSS,
     WIN,
@@ -67,11 +67,11 @@ def test_elo_change(rating, opponent, score, k, change):
 def start_first_turn(rig):
     """The first advance starts the first turn: it draws the opponents before it drains a batch.
 
-    ``TrainingSession`` does the same on its first env step; an empty advance here fixes the
+    ``SelfPlaySession`` does the same on its first env step; an empty advance here fixes the
     opponents the following matches are played (and rated) against.
     """
     rig.ghost.advance()
-    assert rig.ghost.swaps == 1 and rig.ghost.step == 0
+    assert rig.ghost.state.swaps == 1 and rig.ghost.step == 0
     return rig
 
 
@@ -82,7 +82,7 @@ def elo_rig(tmp_path, **self_play):
 
 def finish(rig, **terminal):
     """One step in which learning agents (team 0) end episodes; returns the opponent in arena 0."""
-    opponent = rig.ghost.opponent_in(1, 0)
+    opponent = rig.ghost.state.opponent_in(1, 0)
     rig.put(0, **terminal)
     rig.ghost.advance()
     return opponent
@@ -93,60 +93,60 @@ def test_win_against_the_latest_copy_counts(tmp_path):
     opponent = finish(rig, terminal_ids=[0], rewards=[1.0])
     assert opponent.is_latest
     # ML-Agents' defect: in symmetric games these cancel and the learner stays at 1200
-    assert rig.ghost.rating == pytest.approx(1208.0)
+    assert rig.ghost.state.rating == pytest.approx(1208.0)
     assert opponent.snapshot.rating == pytest.approx(1192.0)
-    assert rig.ghost.window[0].rating == 1200.0  # the window snapshot did not play
+    assert rig.ghost.state.window[0].rating == 1200.0  # the window snapshot did not play
 
 
 def test_loss_and_draw_against_a_window_snapshot(tmp_path):
     rig = elo_rig(tmp_path, play_against_latest_model_ratio=0.0)
     opponent = finish(rig, terminal_ids=[0], rewards=[-1.0])
-    assert opponent.snapshot is rig.ghost.window[0]
-    assert rig.ghost.rating == pytest.approx(1192.0)
-    assert rig.ghost.window[0].rating == pytest.approx(1208.0)
+    assert opponent.snapshot is rig.ghost.state.window[0]
+    assert rig.ghost.state.rating == pytest.approx(1192.0)
+    assert rig.ghost.state.window[0].rating == pytest.approx(1208.0)
     finish(rig, terminal_ids=[0], rewards=[0.0])  # a draw against a stronger one gains a little
-    assert rig.ghost.rating == pytest.approx(1192.0 + 16 * (0.5 - 0.4769904127024377))
+    assert rig.ghost.state.rating == pytest.approx(1192.0 + 16 * (0.5 - 0.4769904127024377))
 
 
 def test_group_reward_decides_the_result(tmp_path):
     rig = elo_rig(tmp_path, play_against_latest_model_ratio=1.0)
     finish(rig, terminal_ids=[0], rewards=[0.0], group_rewards=[1.0])
-    assert rig.ghost.rating == pytest.approx(1208.0)
+    assert rig.ghost.state.rating == pytest.approx(1208.0)
 
 
 def test_k_factor_is_configurable(tmp_path):
     rig = elo_rig(tmp_path, play_against_latest_model_ratio=1.0, elo_k=32.0)
     finish(rig, terminal_ids=[0], rewards=[1.0])
-    assert rig.ghost.rating == pytest.approx(1216.0)
+    assert rig.ghost.state.rating == pytest.approx(1216.0)
 
 
 def test_teammates_of_one_group_finishing_together_are_one_match(tmp_path):
     rig = elo_rig(tmp_path, play_against_latest_model_ratio=1.0)
     opponent = finish(rig, terminal_ids=[0, 1], rewards=[1.0, 1.0], group_ids=[7, 7])
-    assert rig.ghost.rating == pytest.approx(1208.0)  # once, not 1208 + 7.63
+    assert rig.ghost.state.rating == pytest.approx(1208.0)  # once, not 1208 + 7.63
     assert opponent.snapshot.rating == pytest.approx(1192.0)
 
 
 def test_ungrouped_agents_finishing_together_are_separate_matches(tmp_path):
     rig = elo_rig(tmp_path, play_against_latest_model_ratio=1.0)
     opponent = finish(rig, terminal_ids=[0, 1], rewards=[1.0, 1.0], arenas=[0, 1])
-    assert rig.ghost.rating == pytest.approx(1215.631846603239)  # +8, then +7.6318...
+    assert rig.ghost.state.rating == pytest.approx(1215.631846603239)  # +8, then +7.6318...
     assert opponent.snapshot.rating == pytest.approx(1184.368153396761)
 
 
 def test_interrupted_episodes_give_no_result(tmp_path):
     rig = elo_rig(tmp_path, play_against_latest_model_ratio=1.0)
     opponent = finish(rig, terminal_ids=[0, 1], rewards=[1.0, -1.0], interrupted=[True, True])
-    assert rig.ghost.rating == 1200.0 and opponent.snapshot.rating == 1200.0
+    assert rig.ghost.state.rating == 1200.0 and opponent.snapshot.rating == 1200.0
     finish(rig, terminal_ids=[0, 1], rewards=[-1.0, 1.0], interrupted=[True, False], arenas=[0, 1])
-    assert rig.ghost.rating == pytest.approx(1208.0)  # only the finished one
+    assert rig.ghost.state.rating == pytest.approx(1208.0)  # only the finished one
 
 
 def test_ghosted_team_results_do_not_rate(tmp_path):
     rig = elo_rig(tmp_path, play_against_latest_model_ratio=1.0)
     rig.put(1, terminal_ids=[5], rewards=[1.0])  # the same match seen from the ghost's side
     rig.ghost.advance()
-    assert rig.ghost.rating == 1200.0
+    assert rig.ghost.state.rating == 1200.0
     assert all(o.snapshot.rating == 1200.0 for o in rig.opponents(1))
 
 
@@ -163,10 +163,10 @@ def test_elo_ratings_survive_a_state_round_trip(tmp_path):
     resumed = elo_rig(tmp_path / "c", play_against_latest_model_ratio=0.0)
     resumed.ghost.load_state_dict(state)
     resumed.controller.load_state_dict(controller)
-    assert resumed.ghost.rating == first.ghost.rating
+    assert resumed.ghost.state.rating == first.ghost.state.rating
     play(resumed, 1)
-    assert resumed.ghost.rating == pytest.approx(straight.ghost.rating)
-    assert resumed.ghost.window[0].rating == pytest.approx(straight.ghost.window[0].rating)
+    assert resumed.ghost.state.rating == pytest.approx(straight.ghost.state.rating)
+    assert resumed.ghost.state.window[0].rating == pytest.approx(straight.ghost.state.window[0].rating)
 
 
 # -- three or more teams: OpenSkill ---------------------------------------------------------------
@@ -190,25 +190,25 @@ def expected_multi_team(scores):
 @pytest.mark.parametrize(("reward", "score"), [(1.0, WIN), (-1.0, LOSS)])
 def test_three_teams_rate_with_openskill(tmp_path, reward, score):
     rig = three_team_rig(tmp_path)
-    faced = [rig.ghost.opponent_in(team, 0) for team in (1, 2)]
+    faced = [rig.ghost.state.opponent_in(team, 0) for team in (1, 2)]
     rig.put(0, terminal_ids=[0], rewards=[reward])
     rig.ghost.advance()
     learner, snapshot = expected_multi_team([score])
-    assert rig.ghost.rating == pytest.approx(learner)
+    assert rig.ghost.state.rating == pytest.approx(learner)
     assert all(o.snapshot.rating == pytest.approx(snapshot) for o in faced)
     if score == WIN:
-        assert rig.ghost.rating > 1200.0 > snapshot
+        assert rig.ghost.state.rating > 1200.0 > snapshot
     else:
-        assert rig.ghost.rating < 1200.0 < snapshot
+        assert rig.ghost.state.rating < 1200.0 < snapshot
 
 
 def test_three_teams_repeated_wins_keep_raising_the_rating(tmp_path):
     rig = three_team_rig(tmp_path)
-    ratings = [rig.ghost.rating]
+    ratings = [rig.ghost.state.rating]
     for _ in range(4):
         rig.put(0, terminal_ids=[0], rewards=[1.0])
         rig.ghost.advance()
-        ratings.append(rig.ghost.rating)
+        ratings.append(rig.ghost.state.rating)
     assert ratings == sorted(ratings) and len(set(ratings)) == 5
     assert ratings[-1] == pytest.approx(expected_multi_team([WIN] * 4)[0])
 
@@ -229,7 +229,7 @@ def test_three_team_ratings_survive_a_state_round_trip(tmp_path):
     resumed = three_team_rig(tmp_path / "c", controller=GhostController())
     resumed.ghost.load_state_dict(state)
     resumed.controller.load_state_dict(controller)
-    assert resumed.ghost.rating == first.ghost.rating
+    assert resumed.ghost.state.rating == first.ghost.state.rating
     win(resumed, 1)
-    assert resumed.ghost.rating == pytest.approx(straight.ghost.rating)
-    assert resumed.ghost.window[0].rating == pytest.approx(straight.ghost.window[0].rating)
+    assert resumed.ghost.state.rating == pytest.approx(straight.ghost.state.rating)
+    assert resumed.ghost.state.window[0].rating == pytest.approx(straight.ghost.state.window[0].rating)

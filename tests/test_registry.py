@@ -8,9 +8,9 @@ from importlib import metadata
 import attrs
 import pytest
 
-from ghost import registry
+from trainers import registry
 from ghost.exceptions import TrainerTypeError
-from ghost.settings import HyperparamSettings
+from trainers.settings import HyperparamSettings
 from tests.conftest import FakeEntryPoint, FakeTrainer, builtin_types
 from trainers.hyperparameters import PPOSettings, SACSettings
 
@@ -52,7 +52,7 @@ def test_failing_plugin_is_reported_and_skipped(use_entry_points, caplog):
         FakeEntryPoint("broken", broken_plugin),
         FakeEntryPoint("mine", my_types),
     )
-    with caplog.at_level(logging.WARNING, logger="ghost.registry"):
+    with caplog.at_level(logging.WARNING, logger="trainers.registry"):
         assert registry.trainer_types() == ("mine", "ppo", "sac")
     assert "'broken'" in caplog.text
     assert "ImportError: No module named 'missing_dependency'" in caplog.text
@@ -60,7 +60,7 @@ def test_failing_plugin_is_reported_and_skipped(use_entry_points, caplog):
 
 def test_plugin_returning_the_wrong_shape_is_skipped(use_entry_points, caplog):
     use_entry_points(FakeEntryPoint("odd", lambda: {"x": MyTrainer}))
-    with caplog.at_level(logging.WARNING, logger="ghost.registry"):
+    with caplog.at_level(logging.WARNING, logger="trainers.registry"):
         assert "x" not in registry.trainer_types()
     assert "'odd'" in caplog.text and "expected (" in caplog.text
 

@@ -9,11 +9,11 @@ import pytest
 from PIL import Image
 
 from envs.games import make_game
-from ghost.evaluate_cli import main
+from ghost.evaluation.cli import main
 from ghost.exceptions import GhostError, RunDirectoryError
-from ghost.replay import HEIGHT, WIDTH, record_match
-from ghost.report import ELO_TAG, REWARD_TAG, read_curves, write_report
-from ghost.settings import NetworkSettings
+from ghost.evaluation.replay import HEIGHT, WIDTH, record_match
+from ghost.evaluation.report import ELO_TAG, REWARD_TAG, read_curves, write_report
+from trainers.settings import NetworkSettings
 from trainers.policy import TorchPolicy
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -15,7 +15,7 @@ from mlagents_envs.base_env import ActionSpec, ActionTuple, BehaviorSpec
 from envs.specs import vector_observation_spec
 from envs.stepping import InProcessStepper, StepResult
 from ghost.exceptions import ConfigError
-from ghost.settings import NetworkSettings, RewardSignalSettings, TrainerSettings
+from trainers.settings import NetworkSettings, RewardSignalSettings, TrainerSettings
 from tests.toy_envs import ReachEnv, TargetEnv, _ToyEnv
 from trainers.agent_processor import AgentProcessor
 from trainers.base import ExperienceQueue

@@ -9,20 +9,21 @@ import pytest
 import torch
 
 from envs.stepping import InProcessStepper
-from ghost.config_loader import options_from_dict
+from ghost.config.loader import options_from_dict
 from ghost.exceptions import ConfigError
-from ghost.opponents import FixedOpponent, Opponent
-from ghost.sampling import Pool, make_sampler, pfsp_weights, sampler_names
-from ghost.session import TrainingSession
-from ghost.settings import (
+from ghost.core.opponents import FixedOpponent, Opponent
+from ghost.core.sampling import Pool, make_sampler, pfsp_weights, sampler_names
+from ghost.running.session import SelfPlaySession
+from trainers.run_layout import RunLayout
+from ghost.core.settings import (
     FixedOpponentSettings,
     MixtureWeights,
     PFSPWeighting,
     SamplingSettings,
     SelfPlaySettings,
 )
-from ghost.snapshots import Snapshot
-from ghost.win_rates import WinRates
+from ghost.core.snapshots import Snapshot
+from ghost.core.win_rates import WinRates
 
 DRAWS = 20000
 
@@ -114,7 +115,7 @@ def test_mixture_uses_its_fixed_probabilities_and_passes_on_empty_shares():
 @pytest.mark.parametrize(
     ("self_play", "message"),
     [
-        ({"sampling": {"strategy": "pfps"}}, "unknown opponent sampling strategy 'pfps'"),
+        ({"sampling": {"strategy": "pfps"}}, "strategy = 'pfps': unknown opponent sampling strategy"),
         ({"sampling": {"strategy": "mixture", "mixture": {"latest": 0.5, "window": 0.4}}},
          "must sum to 1"),
         ({"fixed_opponents": [{"name": "x"}]}, "exactly one of `scripted:`"),
@@ -141,12 +142,12 @@ def _tennis_options(tmp_path, fixed, **self_play):
     })  # fmt: skip
 
 
-def _session(tmp_path, options) -> TrainingSession:
+def _session(tmp_path, options) -> SelfPlaySession:
     from envs.games import make_game
 
     torch.set_num_threads(1)
-    return TrainingSession(options=options, stepper=InProcessStepper(make_game("tennis")),
-                           run_path=tmp_path)  # fmt: skip
+    return SelfPlaySession(options=options, stepper=InProcessStepper(make_game("tennis")),
+                           layout=RunLayout(tmp_path))  # fmt: skip
 
 
 def test_missing_fixed_opponent_file_fails_before_training(tmp_path):
@@ -169,7 +170,7 @@ def test_fixed_opponents_play_are_rated_and_land_in_the_payoff_table(tmp_path):
     # a fixed opponent from a policy file, and a scripted one whose rating is not pinned
     env_spec = next(iter(_session(tmp_path / "probe", _tennis_options(tmp_path, []))
                          .stepper.behavior_specs.values()))  # fmt: skip
-    from ghost.settings import NetworkSettings
+    from trainers.settings import NetworkSettings
 
     TorchPolicy(behavior_spec=env_spec, network_settings=NetworkSettings(hidden_units=8)).save(
         tmp_path / "frozen.pt"
@@ -180,11 +181,11 @@ def test_fixed_opponents_play_are_rated_and_land_in_the_payoff_table(tmp_path):
     session = _session(tmp_path / "run", options)
     session.run()
     ghost = session.trainers["Tennis"]
-    assert ghost.draw_counts["fixed:frozen"] > 0 and ghost.draw_counts["fixed:weak"] > 0
+    assert ghost.state.draw_counts["fixed:frozen"] > 0 and ghost.state.draw_counts["fixed:weak"] > 0
     frozen, weak = ghost.fixed_opponents
     assert frozen.rating == 1500.0  # pinned
     assert weak.rating != 1200.0  # rated as it played
-    assert ghost.win_rates.games("fixed:weak") > 0
+    assert ghost.state.win_rates.games("fixed:weak") > 0
     with open(tmp_path / "run" / "Tennis" / "payoff.csv", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
     assert rows[0][0] == "learner version" and "fixed:weak" in rows[0]
@@ -198,7 +199,7 @@ def test_scheduled_evaluation_is_logged_apart_from_training(tmp_path, caplog):
         tmp_path, fixed, evaluation={"every_steps": 2000, "games": 20, "opponents": ["random"]}
     )
     session = _session(tmp_path / "run", options)
-    with caplog.at_level("INFO", logger="ghost.evaluation"):
+    with caplog.at_level("INFO", logger="ghost.running.scheduled_evaluation"):
         session.run()
     ghost = session.trainers["Tennis"]
     lines = [r.getMessage() for r in caplog.records if "Evaluation against" in r.getMessage()]
@@ -210,6 +211,6 @@ def test_scheduled_evaluation_is_logged_apart_from_training(tmp_path, caplog):
     plain.run()
     other = plain.trainers["Tennis"]
     assert other.step == ghost.step and other.rating == ghost.rating
-    assert dict(other.draw_counts) == dict(ghost.draw_counts)
+    assert dict(other.state.draw_counts) == dict(ghost.state.draw_counts)
     for key, value in other.learner.get_weights().items():
         torch.testing.assert_close(ghost.learner.get_weights()[key], value)

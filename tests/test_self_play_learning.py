@@ -5,8 +5,12 @@ from __future__ import annotations
 import torch
 
 from envs.stepping import InProcessStepper
-from ghost.session import TrainingSession
-from ghost.settings import NetworkSettings, RunOptions, SelfPlaySettings, TrainerSettings
+from ghost.running.session import SelfPlaySession
+from trainers.run_layout import RunLayout
+from trainers.settings import NetworkSettings
+from ghost.config.settings import BehaviorSettings
+from ghost.config.settings import RunOptions
+from ghost.core.settings import SelfPlaySettings
 from tests.toy_envs import TwoTeamTargetEnv
 from trainers.hyperparameters import PPOSettings
 
@@ -16,13 +20,13 @@ MAX_STEPS = 24000
 def _train(tmp_path, self_play: SelfPlaySettings) -> TwoTeamTargetEnv:
     torch.set_num_threads(1)
     env = TwoTeamTargetEnv(seed=3)
-    settings = TrainerSettings(
+    settings = BehaviorSettings(
         hyperparameters=PPOSettings(batch_size=256, buffer_size=1024, learning_rate=3e-3, beta=0.01),
         network_settings=NetworkSettings(hidden_units=32),
         max_steps=MAX_STEPS, summary_freq=4000, self_play=self_play,
     )  # fmt: skip
-    session = TrainingSession(options=RunOptions(behaviors={"Target": settings}),
-                              stepper=InProcessStepper(env), run_path=tmp_path)  # fmt: skip
+    session = SelfPlaySession(options=RunOptions(behaviors={"Target": settings}),
+                              stepper=InProcessStepper(env), layout=RunLayout(tmp_path))  # fmt: skip
     session.run()
     assert session.controller.team_changes >= (1 if self_play.steps_per_team < MAX_STEPS else 0)
     return env

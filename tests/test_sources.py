@@ -10,9 +10,11 @@ import pytest
 from mlagents_envs.base_env import BaseEnv
 
 from envs import sources
-from envs.sources import BuiltinGame, CallableEnv, UnityBuild, env_factory_for, resolve_env
+from envs.sources import BuiltinGame, CallableEnv, UnityBuild, resolve_env
+from ghost.config.environment import env_factory_for
 from ghost.exceptions import EnvironmentSourceError
-from ghost.settings import EngineSettings, EnvironmentSettings, RunOptions
+from envs.settings import EngineSettings, EnvironmentSettings
+from ghost.config.settings import RunOptions
 from tests.fake_envs import FakeEnv
 
 

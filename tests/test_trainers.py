@@ -9,17 +9,20 @@ import pytest
 import torch
 from mlagents_envs.base_env import ActionTuple, DecisionSteps, TerminalSteps
 
+import attrs
+
+from envs.behavior_id import BehaviorId
 from envs.stepping import BehaviorSteps, InProcessStepper
-from ghost.behavior_id import BehaviorId
-from ghost.session import TrainingSession
-from ghost.settings import NetworkSettings, RunOptions, TrainerSettings
 from tests.toy_envs import ReachEnv, TargetEnv
 from trainers.base import ActionOutput, StepBatch
 from trainers.buffers import RolloutBuffer
 from trainers.gae import compute_gae
 from trainers.hyperparameters import PPOSettings
-from trainers.policy_file import load_policy
+from trainers.policy import load_policy
 from trainers.rollout import TransitionAssembler
+from trainers.run_layout import RunLayout
+from trainers.settings import NetworkSettings, TrainerSettings
+from trainers.training_loop import TrainingLoop
 
 
 @pytest.fixture(autouse=True)
@@ -164,24 +167,28 @@ def test_time_horizon_cuts_trajectories_and_buffer_links():
     np.testing.assert_array_equal(next_index, [1, -1, 3, -1])
 
 
-def _options(max_steps: int, hp: PPOSettings, hidden: int = 32, **extra) -> RunOptions:
+def _behaviors(max_steps: int, hp: PPOSettings, hidden: int = 32, **extra) -> dict:
     settings = TrainerSettings(
         hyperparameters=hp, network_settings=NetworkSettings(hidden_units=hidden),
         max_steps=max_steps, summary_freq=max_steps // 6, **extra,
     )  # fmt: skip
-    return RunOptions(behaviors={"Target": settings, "Reach": settings})
+    return {"Target": settings, "Reach": settings}
 
 
-def _train(env, options, path: Path, **run) -> TrainingSession:
-    session = TrainingSession(options=options, stepper=InProcessStepper(env), run_path=path)
-    session.run(**run)
-    return session
+def _loop(env, behaviors: dict, path: Path) -> TrainingLoop:
+    return TrainingLoop(behaviors=behaviors, stepper=InProcessStepper(env), layout=RunLayout(path))
+
+
+def _train(env, behaviors: dict, path: Path, **run) -> TrainingLoop:
+    loop = _loop(env, behaviors, path)
+    loop.run(**run)
+    return loop
 
 
 def test_ppo_learns_discrete_task_and_respects_masks(tmp_path):
     env = TargetEnv(seed=0)
     hp = PPOSettings(batch_size=256, buffer_size=1024, learning_rate=3e-3, beta=0.01)
-    session = _train(env, _options(12000, hp), tmp_path)
+    session = _train(env, _behaviors(12000, hp), tmp_path)
     reward = session.trainers["Target"].stats.latest["Environment/Cumulative Reward"]
     assert reward > 4.3  # optimum 5, random about 2.5
     assert env.chosen_masked == 0
@@ -194,12 +201,12 @@ def test_ppo_learns_discrete_task_and_respects_masks(tmp_path):
 
 def test_ppo_learns_continuous_task(tmp_path):
     hp = PPOSettings(batch_size=256, buffer_size=2048, learning_rate=3e-3, beta=0.001)
-    session = _train(ReachEnv(seed=0), _options(40000, hp), tmp_path)
+    session = _train(ReachEnv(seed=0), _behaviors(40000, hp), tmp_path)
     reward = session.trainers["Reach"].stats.latest["Environment/Cumulative Reward"]
     assert reward > 3.7  # optimum 5, the untrained policy about 2.6
 
 
-def _state(session: TrainingSession) -> dict:
+def _state(session: TrainingLoop) -> dict:
     trainer = session.trainers["Target"]
     return {
         "step": trainer.step,
@@ -211,12 +218,11 @@ def _state(session: TrainingSession) -> dict:
 
 def test_resume_restores_step_optimizer_and_normalizer(tmp_path):
     hp = PPOSettings(batch_size=64, buffer_size=256, learning_rate=1e-3)
-    options = _options(1000, hp, checkpoint_interval=500)
-    options = RunOptions(behaviors={"Target": attrs_evolve_normalize(options.behaviors["Target"])})
-    uninterrupted = _train(TargetEnv(seed=1), options, tmp_path / "a", max_env_steps=40)
-    stopped = _train(TargetEnv(seed=1), options, tmp_path / "b", max_env_steps=40)
-    resumed = TrainingSession(options=options, stepper=InProcessStepper(TargetEnv(seed=1)),
-                              run_path=tmp_path / "b")  # fmt: skip
+    target = _behaviors(1000, hp, checkpoint_interval=500)["Target"]
+    behaviors = {"Target": attrs_evolve_normalize(target)}
+    uninterrupted = _train(TargetEnv(seed=1), behaviors, tmp_path / "a", max_env_steps=40)
+    stopped = _train(TargetEnv(seed=1), behaviors, tmp_path / "b", max_env_steps=40)
+    resumed = _loop(TargetEnv(seed=1), behaviors, tmp_path / "b")
     resumed.start(resume=True)
     expected, got = _state(uninterrupted), _state(resumed)
     assert got["step"] == expected["step"] == 40 * 16 - 16  # first step has no outcome yet
@@ -234,6 +240,4 @@ def test_resume_restores_step_optimizer_and_normalizer(tmp_path):
 
 
 def attrs_evolve_normalize(settings: TrainerSettings) -> TrainerSettings:
-    import attrs
-
     return attrs.evolve(settings, network_settings=NetworkSettings(hidden_units=16, normalize=True))

@@ -16,7 +16,7 @@ from mlagents_envs.base_env import ActionTuple
 
 from envs.stepping import AGENT_ID_STRIDE, ARENA_STRIDE, collect_steps
 from envs.workers import SubprocessStepper
-from ghost.behavior_id import BehaviorId
+from envs.behavior_id import BehaviorId
 from ghost.exceptions import EnvironmentWorkerError
 from tests import worker_envs
 from tests.worker_envs import EchoEnv, make_echo_env

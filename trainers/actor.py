@@ -16,7 +16,7 @@ import torch
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
 from torch import nn
 
-from ghost.settings import NetworkSettings
+from trainers.settings import NetworkSettings
 from trainers.networks import ObservationEncoder, mlp
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)

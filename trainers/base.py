@@ -2,7 +2,7 @@
 
 Vocabulary
 ----------
-- **behavior id**: ``ghost.behavior_id.BehaviorId`` (``Name?team=N``). A trainer serves one behavior
+- **behavior id**: ``envs.behavior_id.BehaviorId`` (``Name?team=N``). A trainer serves one behavior
   *name*; it may hand out policies for several teams of that name.
 - **step batch**: what one behavior id saw in one environment step, for all its agents at once
   (``StepBatch``): the environment's ``DecisionSteps``/``TerminalSteps`` plus the actions the acting
@@ -19,14 +19,15 @@ policy to each ``PolicyQueue`` → the run loop lets that policy act in the envi
 Writing a trainer plugin
 ------------------------
 Subclass ``Trainer`` (and ``Policy`` if ``trainers.policy.TorchPolicy`` does not fit), subclass
-``ghost.settings.HyperparamSettings`` for the ``hyperparameters`` section, and expose a function
+``trainers.settings.HyperparamSettings`` for the ``hyperparameters`` section, and expose a function
 returning ``({"my_type": MyTrainer}, {"my_type": MyHyperparams})`` in the ``ghost.trainer_type``
 entry-point group of your package's ``setup.py``::
 
     entry_points={"ghost.trainer_type": ["my_type=my_pkg.plugin:get_types"]}
 
-A behavior with ``trainer_type: my_type`` is then trained by ``MyTrainer``; with ``self_play`` the
-ghost trainer wraps it without any change to it.
+A behavior with ``trainer_type: my_type`` is then trained by ``MyTrainer`` in
+``trainers.training_loop.TrainingLoop``; with ``self_play`` the ghost trainer wraps it without any
+change to it.
 """
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ import torch
 from mlagents_envs.base_env import ActionSpec, ActionTuple, BehaviorSpec
 
 from envs.stepping import BehaviorSteps
-from ghost.behavior_id import BehaviorId
-from ghost.settings import TrainerSettings
+from envs.behavior_id import BehaviorId
+from trainers.settings import TrainerSettings
+from trainers.stats import StatsReporter
 
 Weights = dict[str, torch.Tensor]
 
@@ -174,6 +176,8 @@ class Trainer(abc.ABC):
     environment reports, ``subscribe_trajectory_queue`` / ``publish_policy_queue`` to connect it,
     then ``advance()`` after every environment step until ``should_still_train`` is false.
     ``state_dict``/``load_state_dict`` must capture everything needed to continue exactly.
+    Statistics go to ``self.stats`` (a ``StatsReporter`` writing the behavior's TensorBoard
+    events and console summaries).
     """
 
     def __init__(
@@ -194,6 +198,11 @@ class Trainer(abc.ABC):
         self.training = training
         self.trajectory_queues: list[ExperienceQueue] = []
         self.policy_queues: list[PolicyQueue] = []
+        self.stats = StatsReporter(
+            behavior_name=behavior_name,
+            log_dir=self.artifact_dir if training else None,
+            summary_freq=settings.summary_freq,
+        )
 
     # -- wiring ----------------------------------------------------------------------------
     @abc.abstractmethod
@@ -207,6 +216,10 @@ class Trainer(abc.ABC):
     @abc.abstractmethod
     def get_policy(self, behavior_id: BehaviorId) -> Policy:
         """The policy this trainer trains for ``behavior_id``."""
+
+    def acting_policy(self, behavior_id: BehaviorId) -> Policy:
+        """The policy that acts for ``behavior_id`` in the environment (default: the trained one)."""
+        return self.get_policy(behavior_id)
 
     def subscribe_trajectory_queue(self, queue: ExperienceQueue) -> None:
         """Consume the step batches put on ``queue``."""
@@ -246,5 +259,6 @@ class Trainer(abc.ABC):
     def after_checkpoint(self) -> None:  # noqa: B027 - optional hook
         """Called once a checkpoint set naming this trainer's state is complete on disk."""
 
-    def close(self) -> None:  # noqa: B027 - optional hook
+    def close(self) -> None:
         """Flush stats and release resources."""
+        self.stats.close()

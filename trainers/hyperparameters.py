@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import attrs
 
-from ghost.settings import (
-    HyperparamSettings,
-    ScheduleType,
-    _non_negative,
-    _positive,
-    _unit_interval,
-)
+from envs.validators import non_negative, positive, unit_interval
+from trainers.settings import HyperparamSettings, ScheduleType
 
 
 def _fraction(instance: object, attribute: attrs.Attribute, value: float) -> None:
@@ -26,13 +21,13 @@ class PPOSettings(HyperparamSettings):
     ``*_schedule_resolved`` properties).
     """
 
-    batch_size: int = attrs.field(default=1024, validator=_positive)
-    buffer_size: int = attrs.field(default=10240, validator=_positive)
+    batch_size: int = attrs.field(default=1024, validator=positive)
+    buffer_size: int = attrs.field(default=10240, validator=positive)
     learning_rate_schedule: ScheduleType = ScheduleType.LINEAR
-    beta: float = attrs.field(default=5.0e-3, validator=_non_negative)
+    beta: float = attrs.field(default=5.0e-3, validator=non_negative)
     epsilon: float = attrs.field(default=0.2, validator=_fraction)
-    lambd: float = attrs.field(default=0.95, validator=_unit_interval)
-    num_epoch: int = attrs.field(default=3, validator=_positive)
+    lambd: float = attrs.field(default=0.95, validator=unit_interval)
+    num_epoch: int = attrs.field(default=3, validator=positive)
     shared_critic: bool = False
     beta_schedule: ScheduleType | None = None
     epsilon_schedule: ScheduleType | None = None
@@ -53,14 +48,14 @@ class SACSettings(HyperparamSettings):
     ``reward_signal_steps_per_update`` defaults to ``steps_per_update``.
     """
 
-    batch_size: int = attrs.field(default=128, validator=_positive)
-    buffer_size: int = attrs.field(default=50000, validator=_positive)
-    buffer_init_steps: int = attrs.field(default=0, validator=_non_negative)
-    tau: float = attrs.field(default=0.005, validator=_unit_interval)
-    steps_per_update: float = attrs.field(default=1.0, validator=_positive)
+    batch_size: int = attrs.field(default=128, validator=positive)
+    buffer_size: int = attrs.field(default=50000, validator=positive)
+    buffer_init_steps: int = attrs.field(default=0, validator=non_negative)
+    tau: float = attrs.field(default=0.005, validator=unit_interval)
+    steps_per_update: float = attrs.field(default=1.0, validator=positive)
     save_replay_buffer: bool = False
-    init_entcoef: float = attrs.field(default=1.0, validator=_positive)
-    reward_signal_steps_per_update: float | None = attrs.field(default=None, validator=_positive)
+    init_entcoef: float = attrs.field(default=1.0, validator=positive)
+    reward_signal_steps_per_update: float | None = attrs.field(default=None, validator=positive)
 
     @property
     def reward_signal_steps_per_update_resolved(self) -> float:

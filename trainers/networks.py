@@ -10,8 +10,8 @@ import torch
 from mlagents_envs.base_env import ObservationSpec
 from torch import nn
 
-from ghost.exceptions import UnsupportedFeatureError
-from ghost.settings import SUPPORTED_ENCODERS, EncoderType, NetworkSettings
+from trainers.exceptions import UnsupportedFeatureError
+from trainers.settings import SUPPORTED_ENCODERS, EncoderType, NetworkSettings
 from trainers.normalizer import RunningNormalizer
 
 #: smallest image side each encoder accepts (its kernels and strides need it)

@@ -8,9 +8,10 @@ import numpy as np
 import torch
 from mlagents_envs.base_env import ActionTuple, BehaviorSpec
 
-from ghost.settings import NetworkSettings
+from trainers.settings import NetworkSettings
 from trainers.actor import ActionDistribution, Actor
 from trainers.base import ActionOutput, Policy, Weights
+from trainers.policy_file import read_policy_record, write_policy_file
 
 
 def to_tensors(obs: list[np.ndarray], device: str = "cpu") -> list[torch.Tensor]:
@@ -118,8 +119,6 @@ class TorchPolicy(Policy):
         self.actor.encoder.update_normalizer(to_tensors(obs, self.device))
 
     def save(self, path: Path, weights: Weights | None = None) -> None:
-        from trainers.policy_file import write_policy_file
-
         write_policy_file(path, self, weights if weights is not None else self.get_weights())
 
     def clone_architecture(self) -> TorchPolicy:
@@ -131,3 +130,25 @@ class TorchPolicy(Policy):
             conditional_std=self.conditional_std,
             device=self.device,
         )
+
+
+def load_policy(path: str | Path, device: str = "cpu") -> TorchPolicy:
+    """Load a saved policy (final ``<Behavior>.pt``, snapshot or checkpoint) ready to ``act``.
+
+    The result has ``act(obs, action_mask=None, deterministic=False) -> ActionTuple`` for a batch
+    of agents and ``action_probabilities(obs, action_mask=None)`` for discrete branches.
+
+    Raises:
+        CheckpointError: the file is missing or is not a ghost-trainer policy file.
+    """
+    record = read_policy_record(path)
+    policy = TorchPolicy(
+        behavior_spec=record["behavior_spec"],
+        network_settings=record["network_settings"],
+        squash=record["squash"],
+        conditional_std=record["conditional_std"],
+        device=device,
+    )
+    policy.load_weights(record["weights"])
+    policy.actor.eval()
+    return policy

@@ -7,8 +7,6 @@ A policy file holds the behavior spec, the network settings and the actor weight
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -22,28 +20,13 @@ from mlagents_envs.base_env import (
     ObservationType,
 )
 
-from ghost.exceptions import CheckpointError
-from ghost.settings import NetworkSettings
+from trainers.exceptions import CheckpointError
+from trainers.atomic_files import atomic_save
+from trainers.settings import NetworkSettings
 
 FORMAT = "ghost-trainer-policy"
 VERSION = 1
 _converter = cattrs.Converter()
-
-
-def atomic_save(obj: Any, path: Path) -> None:
-    """``torch.save`` to a temporary file beside ``path``, then rename: a kill never leaves half."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            torch.save(obj, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def spec_to_dict(spec: BehaviorSpec) -> dict[str, Any]:
@@ -112,22 +95,11 @@ def read_policy_weights(path: Path) -> dict[str, torch.Tensor]:
     return _read_record(path)["weights"]
 
 
-def load_policy(path: str | Path, device: str = "cpu") -> Any:
-    """Load a saved policy (final ``<Behavior>.pt``, snapshot or checkpoint) ready to ``act``.
-
-    The result has ``act(obs, action_mask=None, deterministic=False) -> ActionTuple`` for a batch
-    of agents and ``action_probabilities(obs, action_mask=None)`` for discrete branches.
-    """
-    from trainers.policy import TorchPolicy
-
-    record = _read_record(Path(path))
-    policy = TorchPolicy(
-        behavior_spec=spec_from_dict(record["behavior_spec"]),
-        network_settings=_converter.structure(record["network_settings"], NetworkSettings),
-        squash=record["squash"],
-        conditional_std=record["conditional_std"],
-        device=device,
-    )
-    policy.load_weights(record["weights"])
-    policy.actor.eval()
-    return policy
+def read_policy_record(path: str | Path) -> dict[str, Any]:
+    """The policy record of a policy file, snapshot or checkpoint, with its settings structured:
+    ``behavior_spec`` (a ``BehaviorSpec``), ``network_settings``, ``squash``,
+    ``conditional_std`` and ``weights``."""
+    record = dict(_read_record(Path(path)))
+    record["behavior_spec"] = spec_from_dict(record["behavior_spec"])
+    record["network_settings"] = _converter.structure(record["network_settings"], NetworkSettings)
+    return record

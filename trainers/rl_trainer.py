@@ -13,12 +13,13 @@ import numpy as np
 import torch
 from mlagents_envs.base_env import BehaviorSpec
 
-from ghost.behavior_id import BehaviorId
-from ghost.settings import ScheduleType
+from envs.behavior_id import BehaviorId
+from trainers.settings import ScheduleType
 from trainers.base import Policy, Trainer
 from trainers.policy import TorchPolicy
+from trainers.policy_file import policy_record
 from trainers.rollout import TransitionAssembler, Transitions
-from trainers.stats import CUMULATIVE_REWARD, EPISODE_LENGTH, StatsReporter
+from trainers.stats import CUMULATIVE_REWARD, EPISODE_LENGTH
 
 
 def decayed(
@@ -46,11 +47,6 @@ class RLTrainer(Trainer):
         # one slot numbering for all assemblers: slots key trajectories in the buffers
         self._slot_table: dict[tuple[int, int], int] = {}
         self._step = 0
-        self.stats = StatsReporter(
-            behavior_name=self.behavior_name,
-            log_dir=self.artifact_dir if self.training else None,
-            summary_freq=self.settings.summary_freq,
-        )
         self.rng = np.random.default_rng(self.seed)
         torch.manual_seed(self.seed)
 
@@ -147,8 +143,6 @@ class RLTrainer(Trainer):
 
     # -- persistence -----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        from trainers.policy_file import policy_record
-
         assert self.policy is not None
         return {
             "policy": policy_record(self.policy, self.policy.get_weights()),
@@ -173,5 +167,3 @@ class RLTrainer(Trainer):
         torch.set_rng_state(state["rng"]["torch"])
         self.stats.set_start(self._step)
 
-    def close(self) -> None:
-        self.stats.close()

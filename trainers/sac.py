@@ -40,8 +40,8 @@ import torch
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
 from torch import nn
 
-from ghost.exceptions import ConfigError
-from ghost.settings import NetworkSettings
+from trainers.exceptions import ConfigError
+from trainers.settings import NetworkSettings
 from trainers.actor import ActionDistribution
 from trainers.buffers import ReplayBatch, ReplayBuffer
 from trainers.hyperparameters import SACSettings

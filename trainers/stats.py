@@ -11,11 +11,14 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-logger = logging.getLogger("ghost.stats")
+from trainers.callbacks import Summary
+
+logger = logging.getLogger(__name__)
 
 CUMULATIVE_REWARD = "Environment/Cumulative Reward"
 EPISODE_LENGTH = "Environment/Episode Length"
@@ -37,6 +40,8 @@ class StatsReporter:
         self._last_summary = 0
         self.training = True
         self.latest: dict[str, float] = {}
+        #: called with each ``trainers.callbacks.Summary`` as it is written
+        self.listeners: list[Callable[[Summary], None]] = []
 
     def add(self, key: str, values: float | np.ndarray) -> None:
         """Record one value or an array of values for ``key``."""
@@ -80,6 +85,10 @@ class StatsReporter:
         parts.append("Training." if self.training else "Not Training.")
         logger.info(" ".join(parts))
         self.latest = means
+        summary = Summary(behavior_name=self.behavior_name, step=step,
+                          elapsed_s=now - self._start, values=dict(means))  # fmt: skip
+        for listener in self.listeners:
+            listener(summary)
         self._values.clear()
         self._last_time, self._last_step = now, step
 

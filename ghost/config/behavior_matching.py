@@ -1,0 +1,98 @@
+"""Matching an environment's behaviors to the configuration, before anything trains."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from envs.behavior_id import BehaviorId
+from ghost.config.settings import BehaviorSettings, RunOptions, default_behavior_settings
+from ghost.exceptions import EnvironmentSpecError
+
+logger = logging.getLogger(__name__)
+
+
+def _spec_shape(spec: Any) -> tuple[Any, ...]:
+    """What a shared network depends on: observation shapes and the action layout."""
+    action = spec.action_spec
+    shapes = tuple(tuple(obs.shape) for obs in spec.observation_specs)
+    return shapes, action.continuous_size, tuple(action.discrete_branches)
+
+
+def match_behaviors(
+    options: RunOptions, behavior_specs: Mapping[BehaviorId, Any]
+) -> dict[str, BehaviorSettings]:
+    """The settings each behavior name of an environment trains with.
+
+    Args:
+        options: the run configuration.
+        behavior_specs: what the environment reports, by behavior id (specs are compared only
+            between teams of one name, which must match).
+
+    Returns:
+        ``{behavior name: settings}`` from ``behaviors``, else ``default_settings``, else the
+        defaults (allowed only when the configuration names no behavior at all).
+
+    Raises:
+        EnvironmentSpecError: a behavior has no settings; an adversarial behavior (several teams
+            of one name, or behaviors on different teams) lacks ``self_play``; or teams of one
+            name report different observation/action specs.
+    """
+    teams: dict[str, list[BehaviorId]] = {}
+    for behavior_id in sorted(behavior_specs):
+        teams.setdefault(behavior_id.name, []).append(behavior_id)
+    all_teams = {behavior_id.team for behavior_id in behavior_specs}
+    for name in options.behaviors.keys() - teams.keys():
+        logger.warning(
+            "behaviors.%s is configured but the environment has no such behavior (it has: %s)",
+            name,
+            ", ".join(teams) or "none",
+        )
+
+    resolved: dict[str, BehaviorSettings] = {}
+    for name, ids in teams.items():
+        if name not in options.behaviors and options.default_settings is None:
+            if options.behaviors:
+                raise EnvironmentSpecError(
+                    f"the environment's behavior {name!r} has no settings: add behaviors.{name} "
+                    "to the configuration, or a default_settings section"
+                )
+            logger.warning("behavior %r is not configured; training it with the defaults", name)
+        if name in options.behaviors:
+            resolved[name] = options.behaviors[name]
+        elif options.default_settings is not None:
+            resolved[name] = options.default_settings
+        else:
+            resolved[name] = default_behavior_settings()
+        first = _spec_shape(behavior_specs[ids[0]])
+        for other in ids[1:]:
+            if _spec_shape(behavior_specs[other]) != first:
+                raise EnvironmentSpecError(
+                    f"behavior {name!r}: team {other.team} reports other observations or actions "
+                    f"than team {ids[0].team}; every team of one behavior name shares one network"
+                )
+
+    missing = [
+        name
+        for name, ids in teams.items()
+        if resolved[name].self_play is None and (len(ids) > 1 or len(all_teams) > 1)
+    ]
+    if missing:
+        described = "; ".join(
+            f"{name} (teams {', '.join(str(i.team) for i in teams[name])})" for name in missing
+        )
+        raise EnvironmentSpecError(
+            f"the environment has opposing teams ({described}) but self-play is off for "
+            f"{', '.join(missing)}: add `self_play: {{}}` under "
+            f"{', '.join('behaviors.' + name for name in missing)} (or to default_settings)"
+        )
+    if len(all_teams) == 1:
+        for name, settings in resolved.items():
+            if settings.self_play is not None:
+                logger.warning(
+                    "behaviors.%s has self_play but the environment has a single team; "
+                    "there is no opponent to ghost",
+                    name,
+                )
+    return resolved

@@ -1,0 +1,78 @@
+"""A whole run configuration: ML-Agents' trainer YAML schema as frozen attrs classes.
+
+Every class mirrors a section of an ML-Agents trainer config, with the same key names and defaults,
+so an existing ``config/ppo/Tennis.yaml`` loads unchanged. The sections come from the layer that
+uses them: ``envs.settings`` (environment, engine), ``trainers.settings`` (one behavior's trainer
+settings), ``ghost.core.settings`` (``self_play``). Reading YAML into these classes (strict keys,
+helpful errors, CLI overrides) is ``ghost.config.loader``'s job.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from envs.settings import EngineSettings, EnvironmentSettings
+from ghost.core.settings import SelfPlaySettings
+from trainers.registry import hyperparameter_class
+from trainers.settings import TrainerSettings
+
+
+@attrs.frozen(kw_only=True)
+class BehaviorSettings(TrainerSettings):
+    """One behavior's section under ``behaviors:`` (or ``default_settings:``): the trainer's
+    settings plus ``self_play`` (``None``: self-play off)."""
+
+    self_play: SelfPlaySettings | None = None
+
+
+@attrs.frozen(kw_only=True)
+class CheckpointSettings:
+    """``checkpoint_settings``: where the run lives and how it starts."""
+
+    run_id: str = "ppo"
+    initialize_from: str | None = None
+    load_model: bool = False
+    resume: bool = False
+    force: bool = False
+    train_model: bool = False
+    inference: bool = False
+    results_dir: str = "results"
+
+
+@attrs.frozen(kw_only=True)
+class TorchSettings:
+    """``torch_settings``: the device networks run on (``cpu``, ``cuda``, ``cuda:1``...)."""
+
+    device: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class RunOptions:
+    """The whole resolved configuration of one run."""
+
+    behaviors: dict[str, BehaviorSettings] = attrs.Factory(dict)
+    default_settings: BehaviorSettings | None = None
+    env_settings: EnvironmentSettings = attrs.Factory(EnvironmentSettings)
+    engine_settings: EngineSettings = attrs.Factory(EngineSettings)
+    checkpoint_settings: CheckpointSettings = attrs.Factory(CheckpointSettings)
+    torch_settings: TorchSettings = attrs.Factory(TorchSettings)
+    environment_parameters: dict[str, Any] | None = None
+    debug: bool = False
+
+    def settings_for(self, behavior_name: str) -> BehaviorSettings:
+        """The settings of a behavior, falling back to ``default_settings`` then the defaults."""
+        if behavior_name in self.behaviors:
+            return self.behaviors[behavior_name]
+        if self.default_settings is not None:
+            return self.default_settings
+        return default_behavior_settings()
+
+
+def default_behavior_settings() -> BehaviorSettings:
+    """The settings of an empty behavior section: ``ppo`` with its own hyperparameter defaults.
+
+    Prefer this to ``BehaviorSettings()``, whose ``hyperparameters`` is the bare base class.
+    """
+    return BehaviorSettings(hyperparameters=hyperparameter_class("ppo")())

@@ -1,0 +1,206 @@
+"""``SelfPlayState``: the self-play bookkeeping of one behavior name, independent of any trainer.
+
+It holds what ML-Agents' GhostTrainer keeps beside the wrapped trainer: the snapshot window, the
+learner's rating, the fixed opponents, the opponents each ghosted team fields, the learner's win
+rates, and the counters that decide when to snapshot, swap and hand learning to another team.
+Weights are opaque (whatever the trainer's policy hands out); the adapter around a concrete
+trainer (``ghost.running.ghost_trainer``) asks it what is due and acts on the answer.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ghost.core.opponents import LATEST, FixedOpponent, Opponent, Pool, opponent_slots
+from ghost.core.ratings import MatchRating
+from ghost.core.sampling import make_sampler
+from ghost.core.settings import SelfPlaySettings
+from ghost.core.snapshots import Snapshot, SnapshotWindow
+from ghost.core.win_rates import WinRates
+
+
+class SelfPlayState:
+    """Self-play state of behavior ``behavior_name`` (see the module docstring).
+
+    Args:
+        behavior_name: the behavior this state belongs to.
+        settings: its ``self_play`` section.
+        seed: seeds the opponent draws.
+        fixed_opponents: permanent pool members (already loaded).
+    """
+
+    def __init__(
+        self,
+        *,
+        behavior_name: str,
+        settings: SelfPlaySettings,
+        seed: int = 0,
+        fixed_opponents: list[FixedOpponent] | None = None,
+    ) -> None:
+        self.behavior_name = behavior_name
+        self.settings = settings
+        self.window = SnapshotWindow(settings.window)
+        self.rating = settings.initial_elo
+        self.rng = np.random.default_rng(seed + 7919)
+        self.sampler = make_sampler(settings)
+        self.win_rates = WinRates(settings.sampling.win_rate_window)
+        self.fixed_opponents = list(fixed_opponents or [])
+        #: the opponents each ghosted team of this behavior fields, by team id
+        self.opponents: dict[int, list[Opponent]] = {}
+        #: how often each pool member was drawn as an opponent
+        self.draw_counts: Counter[str] = Counter()
+        self.ghost_step = 0
+        self.last_save_step = 0
+        self.last_swap_ghost_step = 0
+        self.team_start_step = 0
+        self.swaps = 0
+        self.known_learning_team: int | None = None
+
+    # -- what is due -------------------------------------------------------------------------
+    def snapshot_due(self, trainer_step: int) -> bool:
+        return trainer_step - self.last_save_step >= self.settings.save_steps
+
+    def turn_over(self, trainer_step: int, *, still_training: bool) -> bool:
+        """Whether the learning team's turn is over (a finished learner hands over at once)."""
+        return trainer_step - self.team_start_step >= self.settings.steps_per_team or not still_training
+
+    def swap_due(self) -> bool:
+        return self.ghost_step - self.last_swap_ghost_step >= self.settings.swap_steps
+
+    def count_ghost_steps(self, agent_steps: int) -> None:
+        """Experience of a ghosted team: it trains nothing but paces the swaps."""
+        self.ghost_step += agent_steps
+
+    # -- changes -----------------------------------------------------------------------------
+    def take_snapshot(self, weights: Any, trainer_step: int) -> Snapshot:
+        """Add the learner's ``weights`` at ``trainer_step`` to the window."""
+        self.last_save_step = trainer_step
+        return self.window.add(weights=weights, rating=self.rating, step=trainer_step)
+
+    def start_turn(self, learning_team: int | None, trainer_step: int, *, learning: bool) -> None:
+        """Another team learns now: restart the turn count (if this behavior learns)."""
+        self.known_learning_team = learning_team
+        if learning:
+            self.team_start_step = trainer_step
+
+    def pool(self, latest_weights: Any, trainer_step: int) -> Pool:
+        """The latest learner (frozen now), the window and the fixed opponents."""
+        latest = Snapshot(snapshot_id=LATEST, step=trainer_step, rating=self.rating,
+                          weights=latest_weights)  # fmt: skip
+        return Pool(
+            latest=Opponent(snapshot=latest),
+            window=[Opponent(snapshot=snapshot) for snapshot in self.window],
+            fixed=[Opponent(fixed=fixed) for fixed in self.fixed_opponents],
+        )
+
+    def draw_opponents(self, team: int, pool: Pool) -> list[Opponent]:
+        """Draw ``opponents_per_swap`` opponents for ghosted team ``team`` from ``pool``."""
+        draws = [
+            self.sampler.draw(pool, self.win_rates, self.rng)
+            for _ in range(self.settings.opponents_per_swap)
+        ]
+        self.draw_counts.update(opponent.key for opponent in draws)
+        self.opponents[team] = draws
+        return draws
+
+    def mark_swap(self) -> None:
+        self.last_swap_ghost_step = self.ghost_step
+        self.swaps += 1
+
+    def opponent_in(self, team: int, arena: int) -> Opponent | None:
+        """The opponent team ``team`` fields in arena key ``arena`` (None before any draw)."""
+        opponents = self.opponents.get(team)
+        if not opponents:
+            return None
+        return opponents[int(opponent_slots(np.asarray([arena]), len(opponents))[0])]
+
+    def apply_match(self, rating: MatchRating) -> None:
+        """Book one rated match of this behavior's learner (see ``GhostController.rate_match``)."""
+        self.rating = rating.learner_rating
+        version = max(self.window.next_id - 1, 0)
+        for opponent, new_rating in zip(rating.opponents, rating.opponent_ratings, strict=True):
+            # relative, applied in turn: a pinned opponent stays; two seats of one snapshot
+            # end at the last seat's rating
+            opponent.adjust_rating(new_rating - opponent.rating)
+            self.win_rates.record(opponent.key, version, rating.score)
+
+    # -- persistence -------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Everything but snapshot weights (each snapshot must have a ``path`` already)."""
+        return {
+            "rating": self.rating,
+            "ghost_step": self.ghost_step,
+            "last_save_step": self.last_save_step,
+            "last_swap_ghost_step": self.last_swap_ghost_step,
+            "team_start_step": self.team_start_step,
+            "swaps": self.swaps,
+            "known_learning_team": self.known_learning_team,
+            "window": [s.metadata() for s in self.window],
+            "next_snapshot_id": self.window.next_id,
+            "opponents": {
+                str(team): [self._opponent_state(o) for o in opponents]
+                for team, opponents in self.opponents.items()
+            },
+            "rng": self.rng.bit_generator.state,
+            "win_rates": self.win_rates.state_dict(),
+            "draw_counts": dict(self.draw_counts),
+            "fixed_ratings": {f.name: f.rating for f in self.fixed_opponents},
+        }
+
+    def load_state_dict(self, state: dict[str, Any], read_weights: Callable[[Path], Any]) -> None:
+        """Continue from ``state_dict()``; ``read_weights`` reads a snapshot file's weights."""
+        self.rating = float(state["rating"])
+        self.ghost_step = int(state["ghost_step"])
+        self.last_save_step = int(state["last_save_step"])
+        self.last_swap_ghost_step = int(state["last_swap_ghost_step"])
+        self.team_start_step = int(state["team_start_step"])
+        self.swaps = int(state["swaps"])
+        self.known_learning_team = state["known_learning_team"]
+        snapshots = [
+            Snapshot(snapshot_id=m["snapshot_id"], step=m["step"], rating=m["rating"],
+                     weights=read_weights(Path(m["path"])), path=Path(m["path"]))  # fmt: skip
+            for m in state["window"]
+        ]
+        self.window.restore(snapshots, int(state["next_snapshot_id"]))
+        self.opponents = {
+            _team_key(key): [self._restore_opponent(entry) for entry in saved]
+            for key, saved in state["opponents"].items()
+            if saved
+        }
+        self.rng.bit_generator.state = state["rng"]
+        self.win_rates.load_state_dict(state["win_rates"])
+        self.draw_counts = Counter(state["draw_counts"])
+        for fixed in self.fixed_opponents:
+            fixed.rating = float(state["fixed_ratings"].get(fixed.name, fixed.rating))
+
+    def _opponent_state(self, opponent: Opponent) -> dict[str, Any]:
+        if opponent.fixed is not None:
+            return {"fixed": opponent.fixed.name}
+        snapshot = opponent.snapshot
+        assert snapshot is not None
+        if self.window.by_id(snapshot.snapshot_id) is snapshot:
+            return {"snapshot_id": snapshot.snapshot_id}
+        # the latest copy, or a snapshot evicted while still in play: keep its weights
+        return {"snapshot": snapshot.metadata(), "weights": snapshot.weights}
+
+    def _restore_opponent(self, entry: dict[str, Any]) -> Opponent:
+        if "fixed" in entry:
+            return Opponent(fixed=next(f for f in self.fixed_opponents if f.name == entry["fixed"]))
+        if "weights" in entry:
+            meta = entry["snapshot"]
+            return Opponent(snapshot=Snapshot(snapshot_id=meta["snapshot_id"], step=meta["step"],
+                                     rating=meta["rating"], weights=entry["weights"]))  # fmt: skip
+        snapshot = self.window.by_id(entry["snapshot_id"])
+        assert snapshot is not None, "a window opponent is saved with the window"
+        return Opponent(snapshot=snapshot)
+
+
+def _team_key(key: str) -> int:
+    """A saved team key: ``"1"``, or a behavior id string ``"Name?team=1"`` of older checkpoints."""
+    head, _, tail = key.rpartition("?team=")
+    return int(tail if head else key)

@@ -1,0 +1,128 @@
+"""The ``self_play:`` section of a behavior: ML-Agents' keys plus ours, as frozen attrs classes.
+
+The self-play core reads only these; where they sit in a run configuration is
+``ghost.config.settings``' business. ``sampling.strategy`` is checked against the registered
+samplers when a sampler is made (``ghost.core.sampling.make_sampler``) and by the config loader.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+
+from envs.validators import positive, unit_interval
+
+
+class PFSPWeighting(str, enum.Enum):
+    """AlphaStar's prioritised fictitious self-play weightings of the learner's win rate ``p``."""
+
+    HARD = "hard"  # (1 - p) ** pfsp_exponent: focus on opponents the learner loses to
+    VARIANCE = "variance"  # p (1 - p): focus on even matches
+
+
+@attrs.frozen(kw_only=True)
+class MixtureWeights:
+    """``strategy: mixture``: fixed probabilities of drawing the latest policy, a window
+    snapshot, or a fixed opponent; they must sum to 1."""
+
+    latest: float = attrs.field(default=0.5, validator=unit_interval)
+    window: float = attrs.field(default=0.5, validator=unit_interval)
+    fixed: float = attrs.field(default=0.0, validator=unit_interval)
+
+    def __attrs_post_init__(self) -> None:
+        total = self.latest + self.window + self.fixed
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(
+                f"mixture weights latest + window + fixed must sum to 1 (got {self.latest} + "
+                f"{self.window} + {self.fixed} = {total:g})"
+            )
+
+
+@attrs.frozen(kw_only=True)
+class SamplingSettings:
+    """``self_play.sampling``: how a ghosted team's opponents are drawn from the pool."""
+
+    #: latest_ratio (ML-Agents' rule, default), uniform, pfsp, mixture, or a plugin's name
+    strategy: str = "latest_ratio"
+    pfsp_weighting: PFSPWeighting = PFSPWeighting.HARD
+    pfsp_exponent: float = attrs.field(default=2.0, validator=positive)
+    mixture: MixtureWeights = attrs.Factory(MixtureWeights)
+    #: how many recent matches against each opponent the rolling win rate remembers
+    win_rate_window: int = attrs.field(default=200, validator=positive)
+
+
+@attrs.frozen(kw_only=True)
+class FixedOpponentSettings:
+    """A permanent pool member: a scripted policy or another run's policy file (never evicted)."""
+
+    name: str
+    #: a scripted level of the built-in game being trained (``medium``) or ``<game>:<level>``
+    scripted: str | None = None
+    #: a policy file: a final ``<Behavior>.pt``, a checkpoint or a snapshot of another run
+    policy: str | None = None
+    #: its rating (default: ``initial_elo``)
+    rating: float | None = None
+    #: keep ``rating`` fixed instead of updating it after each match
+    pin_rating: bool = True
+
+    def __attrs_post_init__(self) -> None:
+        if (self.scripted is None) == (self.policy is None):
+            raise ValueError(
+                f"fixed opponent {self.name!r} needs exactly one of `scripted:` (a scripted "
+                "level) or `policy:` (a policy file)"
+            )
+
+
+@attrs.frozen(kw_only=True)
+class EvaluationSettings:
+    """``self_play.evaluation``: games against fixed opponents, apart from training games."""
+
+    every_steps: int = attrs.field(default=50000, validator=positive)
+    games: int = attrs.field(default=100, validator=positive)
+    #: names of fixed opponents to evaluate against (default: all of them)
+    opponents: list[str] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SelfPlaySettings:
+    """The ``self_play:`` section of a behavior (ML-Agents' keys plus ours).
+
+    ``team_change`` defaults to 5 × ``save_steps`` as in ML-Agents; read ``steps_per_team``.
+    """
+
+    save_steps: int = attrs.field(default=20000, validator=positive)
+    team_change: int | None = attrs.field(default=None, validator=positive)
+    swap_steps: int = attrs.field(default=2000, validator=positive)
+    window: int = attrs.field(default=10, validator=positive)
+    play_against_latest_model_ratio: float = attrs.field(default=0.5, validator=unit_interval)
+    initial_elo: float = 1200.0
+    #: Elo K-factor: the most one match moves a rating (ML-Agents uses 1, once per agent).
+    elo_k: float = attrs.field(default=16.0, validator=positive)
+    #: how many different snapshots the ghosted team plays at once, spread over environments and
+    #: arenas. 1 is ML-Agents' behaviour (every environment faces the same opponent) and the
+    #: default: each extra opponent costs one more batched forward pass per step (measured on
+    #: tennis, 4 opponents: ~20% fewer steps per second).
+    opponents_per_swap: int = attrs.field(default=1, validator=positive)
+    sampling: SamplingSettings = attrs.Factory(SamplingSettings)
+    fixed_opponents: list[FixedOpponentSettings] = attrs.Factory(list)
+    evaluation: EvaluationSettings | None = None
+
+    def __attrs_post_init__(self) -> None:
+        names = [fixed.name for fixed in self.fixed_opponents]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"fixed opponent names must be unique; repeated: {duplicates}")
+        if self.sampling.strategy == "mixture" and self.sampling.mixture.fixed > 0 and not names:
+            raise ValueError("sampling.mixture.fixed > 0 needs at least one fixed_opponents entry")
+        wanted = self.evaluation.opponents if self.evaluation is not None else None
+        unknown = sorted(set(wanted or ()) - set(names))
+        if unknown:
+            raise ValueError(
+                f"evaluation.opponents {unknown} are not fixed opponents; defined: {names or 'none'}"
+            )
+
+    @property
+    def steps_per_team(self) -> int:
+        """Trainer steps a team learns before the next team takes over."""
+        return self.team_change if self.team_change is not None else 5 * self.save_steps

@@ -1,0 +1,17 @@
+"""Evaluation, leagues, replays and reports of trained policies (``ghost-eval``)."""
+
+from ghost.evaluation.head_to_head import (
+    EvaluationResult,
+    evaluate,
+    evaluate_against_snapshots,
+    evaluate_run,
+    wilson_interval,
+)
+
+__all__ = [
+    "EvaluationResult",
+    "evaluate",
+    "evaluate_against_snapshots",
+    "evaluate_run",
+    "wilson_interval",
+]

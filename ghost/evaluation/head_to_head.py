@@ -1,0 +1,418 @@
+"""Evaluate a policy against a fixed opponent in a built-in game, with 95% confidence intervals.
+
+Players and sides are as ``ghost.matches`` defines them: the evaluated policy plays one side
+(team 0 unless ``side`` names a behavior), the opponent every other behavior. A match's result is
+counted from the policy's side; episodes cut by the step limit are *interrupted*: counted apart
+and left out of wins, draws and losses.
+
+Each arena plays a fixed share of the episodes, so short episodes (quick losses, say) are not
+over-represented the way stopping at the first ``episodes`` ended ones would make them.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+import attrs
+import numpy as np
+import torch
+
+from envs.games import BUILTIN_GAMES
+from envs.matrix_games import MatrixGame
+from envs.behavior_id import BehaviorId
+from ghost.exceptions import ConfigError
+from ghost.evaluation.matches import Match, Seat, open_match, opponent_behavior
+from ghost.evaluation.report import SnapshotInfo, run_game, run_snapshots
+
+logger = logging.getLogger(__name__)
+
+#: two-sided 95% quantile of the standard normal distribution
+Z95 = 1.959963984540054
+
+
+def wilson_interval(successes: float, trials: int, *, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a success rate (95% for the default ``z``).
+
+    :param successes: successes among ``trials`` (may be fractional: a draw as half a win).
+    :param trials: number of trials; with none the interval is ``(0, 1)``.
+    """
+    if trials <= 0:
+        return (0.0, 1.0)
+    p = successes / trials
+    z2 = z * z
+    denominator = 1.0 + z2 / trials
+    centre = (p + z2 / (2 * trials)) / denominator
+    half = z * math.sqrt(p * (1.0 - p) / trials + z2 / (4 * trials * trials)) / denominator
+    # exact ends: rounding would otherwise leave 1e-18 above 0 for no successes
+    low = 0.0 if successes <= 0 else max(0.0, centre - half)
+    high = 1.0 if successes >= trials else min(1.0, centre + half)
+    return (low, high)
+
+
+def _or_none(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) else value
+
+
+@attrs.frozen(kw_only=True)
+class EvaluationResult:
+    """Counts of one evaluation, from the evaluated policy's side, and what follows from them.
+
+    Rates are shares of the *decided* matches (wins + draws + losses); interrupted matches are
+    counted in ``episodes`` only. ``score`` counts a win 1, a draw 0.5, a loss 0; its interval is
+    Wilson's with a draw as half a success (conservative: a draw varies less than a coin flip).
+    For matrix games ``exploitability`` is what a best response earns against the policy's mixed
+    strategy (0 at the equilibrium), exact from its action probabilities; ``None`` elsewhere.
+    """
+
+    game: str
+    policy: str
+    opponent: str
+    side: tuple[str, ...]
+    wins: int
+    draws: int
+    losses: int
+    interrupted: int
+    seed: int = 0
+    deterministic: bool = False
+    exploitability: float | None = None
+    opponent_exploitability: float | None = None
+    policy_probabilities: tuple[float, ...] | None = None
+    opponent_probabilities: tuple[float, ...] | None = None
+
+    @property
+    def episodes(self) -> int:
+        """Every match played, interrupted ones included."""
+        return self.decided + self.interrupted
+
+    @property
+    def decided(self) -> int:
+        """Matches with a result: wins + draws + losses."""
+        return self.wins + self.draws + self.losses
+
+    def _rate(self, count: float) -> float:
+        return count / self.decided if self.decided else math.nan
+
+    @property
+    def win_rate(self) -> float:
+        """Wins per decided match (NaN when none was decided)."""
+        return self._rate(self.wins)
+
+    @property
+    def draw_rate(self) -> float:
+        """Draws per decided match."""
+        return self._rate(self.draws)
+
+    @property
+    def loss_rate(self) -> float:
+        """Losses per decided match."""
+        return self._rate(self.losses)
+
+    @property
+    def score(self) -> float:
+        """Mean score per decided match: win 1, draw 0.5, loss 0."""
+        return self._rate(self.wins + 0.5 * self.draws)
+
+    @property
+    def win_ci(self) -> tuple[float, float]:
+        """95% Wilson interval of ``win_rate``."""
+        return wilson_interval(self.wins, self.decided)
+
+    @property
+    def draw_ci(self) -> tuple[float, float]:
+        """95% Wilson interval of ``draw_rate``."""
+        return wilson_interval(self.draws, self.decided)
+
+    @property
+    def loss_ci(self) -> tuple[float, float]:
+        """95% Wilson interval of ``loss_rate``."""
+        return wilson_interval(self.losses, self.decided)
+
+    @property
+    def score_ci(self) -> tuple[float, float]:
+        """95% interval of ``score`` (Wilson, a draw as half a success)."""
+        return wilson_interval(self.wins + 0.5 * self.draws, self.decided)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready values (``None`` for undefined rates)."""
+        data: dict[str, Any] = {
+            "game": self.game,
+            "policy": self.policy,
+            "opponent": self.opponent,
+            "side": list(self.side),
+            "episodes": self.episodes,
+            "wins": self.wins,
+            "draws": self.draws,
+            "losses": self.losses,
+            "interrupted": self.interrupted,
+        }
+        for name in ("win", "draw", "loss"):
+            data[f"{name}_rate"] = _or_none(getattr(self, f"{name}_rate"))
+            data[f"{name}_rate_ci95"] = list(getattr(self, f"{name}_ci"))
+        data["score"] = _or_none(self.score)
+        data["score_ci95"] = list(self.score_ci)
+        data["exploitability"] = self.exploitability
+        data["opponent_exploitability"] = self.opponent_exploitability
+        data["policy_probabilities"] = _listed(self.policy_probabilities)
+        data["opponent_probabilities"] = _listed(self.opponent_probabilities)
+        data["seed"] = self.seed
+        data["deterministic"] = self.deterministic
+        return data
+
+
+def _listed(values: tuple[float, ...] | None) -> list[float] | None:
+    return None if values is None else list(values)
+
+
+def _exploitability(match: Match, seats: list[Seat]) -> tuple[float | None, tuple | None]:
+    strategies = [match.strategy(seat) for seat in seats]
+    if not strategies or any(s is None for s in strategies):
+        return None, None
+    # one behavior per side in matrix games; the first seat's strategy stands for the side
+    probs = strategies[0]
+    game_type = type(match.env)
+    assert isinstance(match.env, MatrixGame) and probs is not None
+    return float(game_type.exploitability(probs)), tuple(float(p) for p in probs)
+
+
+def evaluate(
+    *,
+    game: str,
+    policy: Any,
+    opponent: Any,
+    episodes: int = 200,
+    seed: int = 0,
+    num_arenas: int | None = None,
+    deterministic: bool = False,
+    opponent_deterministic: bool = False,
+    side: str | None = None,
+) -> EvaluationResult:
+    """Play ``episodes`` matches of ``game`` between ``policy`` and ``opponent`` and count them.
+
+    :param game: a built-in game name (``envs.games.BUILTIN_GAMES``).
+    :param policy: the evaluated player: a policy file, run folder, scripted level or object with
+        ``act``; it plays ``side``.
+    :param opponent: the other behaviors' player, same kinds as ``policy``.
+    :param episodes: matches to play (interrupted ones included).
+    :param seed: seeds the game, the scripted players and torch's sampling (torch's global
+        generator is restored afterwards); a negative seed draws fresh entropy.
+    :param num_arenas: matches played at once; default ``min(episodes, 32)``.
+    :param deterministic: the policy takes its most likely action instead of sampling.
+    :param opponent_deterministic: the same for the opponent (scripted levels drop their noise).
+    :param side: the behavior the policy plays (``"Goalie"``, ``"Tennis?team=1"``); default
+        team 0's behaviors.
+    :raises EnvironmentSourceError, ConfigError, CheckpointError: an unknown game, level or side,
+        or a missing or unfitting policy file (see ``ghost.matches.resolve_player``).
+    """
+    if episodes < 1:
+        raise ConfigError(f"episodes must be >= 1 (got {episodes})")
+    arenas = min(episodes, 32) if num_arenas is None else num_arenas
+    match = open_match(
+        game=game,
+        policy=policy,
+        opponent=opponent,
+        side=side,
+        seed=seed,
+        num_arenas=arenas,
+        deterministic=deterministic,
+        opponent_deterministic=opponent_deterministic,
+    )
+    try:
+        counts = _play(match, episodes=episodes, seed=seed)
+        mine = [s for s in match.seats if s.behavior_name in match.side]
+        theirs = [s for s in match.seats if s.behavior_name not in match.side]
+        exploitability, probabilities = _exploitability(match, mine)
+        opponent_exploitability, opponent_probabilities = _exploitability(match, theirs)
+    finally:
+        match.close()
+    result = EvaluationResult(
+        game=game,
+        policy=match.policy_label,
+        opponent=match.opponent_label,
+        side=match.side,
+        wins=counts[1],
+        draws=counts[0],
+        losses=counts[-1],
+        interrupted=counts["interrupted"],
+        seed=seed,
+        deterministic=deterministic,
+        exploitability=exploitability,
+        opponent_exploitability=opponent_exploitability,
+        policy_probabilities=probabilities,
+        opponent_probabilities=opponent_probabilities,
+    )
+    logger.info(
+        "%s: %s vs %s: %d-%d-%d (%d interrupted)",
+        game,
+        result.policy,
+        result.opponent,
+        result.wins,
+        result.draws,
+        result.losses,
+        result.interrupted,
+    )
+    return result
+
+
+def _play(match: Match, *, episodes: int, seed: int) -> dict[Any, int]:
+    """Run ``match`` until every arena has played its share of ``episodes``; count results."""
+    n = match.env.num_arenas
+    quota = np.full(n, episodes // n)
+    quota[: episodes % n] += 1
+    played = np.zeros(n, dtype=np.int64)
+    counts: dict[Any, int] = {1: 0, 0: 0, -1: 0, "interrupted": 0}
+    # every episode ends by max_episode_steps at the latest; the bound only guards a broken game
+    step_limit = (int(quota.max()) + 1) * match.env.max_episode_steps + 1
+    with torch.random.fork_rng(devices=[]):
+        if seed >= 0:
+            torch.manual_seed(seed)
+        for _ in range(step_limit):
+            if (played >= quota).all():
+                break
+            match.step()
+            for arena, result, cut in zip(*match.ended(), strict=True):
+                if played[arena] >= quota[arena]:
+                    continue
+                played[arena] += 1
+                counts["interrupted" if cut else int(result)] += 1
+    if (played < quota).any():
+        raise RuntimeError(f"{match.game}: episodes did not end within {step_limit} steps")
+    return counts
+
+
+# -- runs --------------------------------------------------------------------------------------
+class SnapshotEvaluation(NamedTuple):
+    """One snapshot of a run and how it did: ``(snapshot_id, step, rating, result)``."""
+
+    snapshot_id: int
+    step: int | None
+    rating: float | None
+    result: EvaluationResult
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready values."""
+        return {
+            "snapshot_id": self.snapshot_id,
+            "step": self.step,
+            "rating": self.rating,
+            "result": self.result.to_dict(),
+        }
+
+
+def _game_of(run_dir: Path, game: str | None) -> str:
+    if game is not None:
+        return game
+    inferred = run_game(run_dir)
+    if inferred is None:
+        raise ConfigError(
+            f"cannot tell the game of run {run_dir} from its configuration.yaml "
+            f"(env_settings.env_path is not a built-in game); pass game= / --game, one of "
+            f"{', '.join(sorted(BUILTIN_GAMES))}"
+        )
+    return inferred
+
+
+def _evaluate_snapshots(
+    snapshots: Sequence[SnapshotInfo],
+    *,
+    snapshots_play: Literal["policy", "opponent"],
+    other: Any,
+    game: str,
+    side: str | None,
+    episodes: int,
+    seed: int,
+    num_arenas: int | None,
+    deterministic: bool,
+) -> list[SnapshotEvaluation]:
+    """One ``evaluate`` per snapshot, in the order given, each snapshot against ``other``.
+
+    :param snapshots_play: ``"policy"``: each snapshot is the evaluated policy and ``other`` its
+        opponent; ``"opponent"``: ``other`` is the evaluated policy, each snapshot its opponent.
+    :param side: the behavior the evaluated policy plays (see ``evaluate``).
+    """
+    evaluations = []
+    for snapshot in snapshots:
+        if snapshots_play == "policy":
+            policy, opponent = snapshot.path, other
+        else:
+            policy, opponent = other, snapshot.path
+        result = evaluate(
+            game=game,
+            policy=policy,
+            opponent=opponent,
+            episodes=episodes,
+            seed=seed,
+            num_arenas=num_arenas,
+            deterministic=deterministic,
+            side=side,
+        )
+        evaluations.append(
+            SnapshotEvaluation(snapshot.snapshot_id, snapshot.step, snapshot.rating, result)
+        )
+    return evaluations
+
+
+def evaluate_run(
+    run_dir: str | Path,
+    behavior: str,
+    *,
+    opponent: Any,
+    game: str | None = None,
+    episodes: int = 200,
+    seed: int = 0,
+    num_arenas: int | None = None,
+    deterministic: bool = False,
+) -> list[SnapshotEvaluation]:
+    """Evaluate every snapshot of ``behavior`` in a run against one ``opponent``, oldest first.
+
+    Shows a run's progress, e.g. against a scripted level. Steps and ratings come from the run's
+    latest checkpoint (``None`` when it has none). The snapshots play ``behavior``'s side.
+
+    :param game: the built-in game; default the run's ``env_settings.env_path``.
+    """
+    run_dir = Path(run_dir)
+    game = _game_of(run_dir, game)
+    return _evaluate_snapshots(
+        run_snapshots(run_dir, BehaviorId.parse(behavior).name),
+        snapshots_play="policy",
+        other=opponent,
+        game=game,
+        side=behavior,
+        episodes=episodes,
+        seed=seed,
+        num_arenas=num_arenas,
+        deterministic=deterministic,
+    )
+
+
+def evaluate_against_snapshots(
+    *,
+    game: str,
+    policy: Any,
+    run_dir: str | Path,
+    side: str | None = None,
+    episodes: int = 200,
+    seed: int = 0,
+    num_arenas: int | None = None,
+    deterministic: bool = False,
+) -> list[SnapshotEvaluation]:
+    """Evaluate ``policy`` against every snapshot of a run, oldest first.
+
+    The opponents are the snapshots of the behavior on the other side (the same behavior in a
+    symmetric game, e.g. the final policy against its own past; ``Goalie`` for ``Striker``).
+    """
+    run_dir = Path(run_dir)
+    return _evaluate_snapshots(
+        run_snapshots(run_dir, opponent_behavior(game, side)),
+        snapshots_play="opponent",
+        other=policy,
+        game=game,
+        side=side,
+        episodes=episodes,
+        seed=seed,
+        num_arenas=num_arenas,
+        deterministic=deterministic,
+    )

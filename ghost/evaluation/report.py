@@ -1,0 +1,217 @@
+"""What a run left behind, read back: its game, final policies, snapshots and training curves;
+and ``write_report``, a PNG of its Elo and cumulative reward curves.
+
+Run folders are laid out as ``ghost.run_dir`` describes. A snapshot's step and rating live in the
+run's latest checkpoint (``checkpoint.json`` names it), not in the snapshot file, so they are
+``None`` for a run that never wrote a checkpoint. Curves come from each behavior folder's
+TensorBoard events (ML-Agents' tag names).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+import yaml
+
+from envs.games import BUILTIN_GAMES
+from ghost.exceptions import GhostError, RunDirectoryError
+from trainers.run_layout import CONFIGURATION_FILE, RunLayout
+
+logger = logging.getLogger(__name__)
+
+ELO_TAG = "Self-play/ELO"
+REWARD_TAG = "Environment/Cumulative Reward"
+
+
+def _check_run(run_dir: Path) -> None:
+    if not run_dir.is_dir():
+        raise RunDirectoryError(f"run folder {run_dir} does not exist; pass results/<run-id>")
+
+
+def run_game(run_dir: str | Path) -> str | None:
+    """The built-in game a run trained on (its ``env_settings.env_path``), or ``None``."""
+    path = RunLayout(run_dir).configuration_path
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as error:
+        logger.debug("cannot read %s: %s", path, error)
+        return None
+    env_path = (config.get("env_settings") or {}).get("env_path")
+    return env_path if env_path in BUILTIN_GAMES else None
+
+
+def find_run_root(path: str | Path, *, levels: int = 3) -> Path | None:
+    """The run folder holding ``path`` (itself or an ancestor with ``configuration.yaml``)."""
+    path = Path(path)
+    for candidate in [path, *path.parents][: levels + 1]:
+        if (candidate / CONFIGURATION_FILE).is_file():
+            return candidate
+    return None
+
+
+def final_policy_path(run_dir: str | Path, behavior_name: str) -> Path:
+    """``<run>/<Behavior>.pt``: the final policy of ``behavior_name`` (``Name``, no team)."""
+    return RunLayout(run_dir).final_policy_path(behavior_name)
+
+
+@attrs.frozen(kw_only=True)
+class SnapshotInfo:
+    """One snapshot file of a run, with the step it was taken at and its current rating."""
+
+    snapshot_id: int
+    step: int | None
+    rating: float | None
+    path: Path
+
+
+def _window_metadata(run_dir: Path, behavior_name: str) -> dict[int, dict[str, Any]]:
+    """Snapshot id → ``{step, rating}`` from the run's latest checkpoint (empty without one)."""
+    import torch
+
+    try:
+        index = json.loads(RunLayout(run_dir).checkpoint_index_path.read_text(encoding="utf-8"))
+        entry = index["behaviors"][behavior_name]
+        state = torch.load(run_dir / entry["file"], map_location="cpu", weights_only=False)
+        window = state["ghost"]["window"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        logger.info("no snapshot steps or ratings for %s in %s: %s", behavior_name, run_dir, error)
+        return {}
+    return {int(m["snapshot_id"]): m for m in window}
+
+
+def run_snapshots(run_dir: str | Path, behavior_name: str) -> list[SnapshotInfo]:
+    """The snapshot files of ``behavior_name`` (``Name``, no team) in a run, oldest first.
+
+    :raises RunDirectoryError: the run or its snapshot folder is missing or empty.
+    """
+    run_dir = Path(run_dir)
+    _check_run(run_dir)
+    layout = RunLayout(run_dir)
+    folder = layout.snapshots_dir(behavior_name)
+    files = layout.snapshot_files(behavior_name)
+    if not files:
+        raise RunDirectoryError(
+            f"run {run_dir} has no snapshots of {behavior_name} (looked in {folder}); snapshots "
+            "exist only for behaviors trained with self_play"
+        )
+    metadata = _window_metadata(run_dir, behavior_name)
+    return [
+        SnapshotInfo(
+            snapshot_id=snapshot_id,
+            step=int(metadata[snapshot_id]["step"]) if snapshot_id in metadata else None,
+            rating=float(metadata[snapshot_id]["rating"]) if snapshot_id in metadata else None,
+            path=files[snapshot_id],
+        )
+        for snapshot_id in sorted(files)
+    ]
+
+
+# -- curves ------------------------------------------------------------------------------------
+@attrs.frozen(kw_only=True)
+class Curve:
+    """One scalar series of one behavior: ``steps`` and ``values`` arrays of equal length."""
+
+    behavior: str
+    tag: str
+    steps: np.ndarray
+    values: np.ndarray
+
+
+def read_curves(run_dir: str | Path, tags: tuple[str, ...] = (ELO_TAG, REWARD_TAG)) -> list[Curve]:
+    """The ``tags`` scalar series of every behavior folder of a run that has TensorBoard events.
+
+    :raises RunDirectoryError: the run is missing or has no event files at all.
+    """
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run_dir = Path(run_dir)
+    _check_run(run_dir)
+    folders = sorted(
+        folder
+        for folder in run_dir.iterdir()
+        if folder.is_dir() and any(folder.glob("events.out.tfevents.*"))
+    )
+    if not folders:
+        raise RunDirectoryError(
+            f"run {run_dir} has no TensorBoard logs (events.out.tfevents.* in a behavior folder); "
+            "train it first with ghost-learn"
+        )
+    curves = []
+    for folder in folders:
+        events = EventAccumulator(str(folder), size_guidance={"scalars": 0})
+        events.Reload()
+        available = set(events.Tags().get("scalars", ()))
+        for tag in tags:
+            if tag not in available:
+                continue
+            scalars = events.Scalars(tag)
+            curves.append(
+                Curve(
+                    behavior=folder.name,
+                    tag=tag,
+                    steps=np.array([s.step for s in scalars], dtype=np.int64),
+                    values=np.array([s.value for s in scalars], dtype=np.float64),
+                )
+            )
+    return curves
+
+
+def write_report(run_dir: str | Path, path: str | Path, *, title: str | None = None) -> Path:
+    """Draw a run's Elo and cumulative reward curves (one line per behavior) into a PNG.
+
+    :param title: the figure title; default the run folder's name.
+    :raises GhostError: matplotlib is not installed (``pip install 'ghost-trainer[plots]'``).
+    :raises RunDirectoryError: the run is missing or has no TensorBoard logs.
+    :returns: ``path``.
+    """
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as error:
+        raise GhostError(
+            "drawing a report needs matplotlib: pip install 'ghost-trainer[plots]'"
+        ) from error
+    run_dir = Path(run_dir)
+    curves = read_curves(run_dir)
+    # a Figure with its own Agg canvas leaves pyplot's global backend alone
+    figure = Figure(figsize=(11, 4.2), dpi=100, layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.subplots(1, 2)
+    for axis, tag, label in ((axes[0], ELO_TAG, "Elo"), (axes[1], REWARD_TAG, "cumulative reward")):
+        drawn = [c for c in curves if c.tag == tag]
+        for curve in drawn:
+            axis.plot(
+                curve.steps,
+                curve.values,
+                marker="." if len(curve.steps) < 40 else None,
+                label=curve.behavior,
+            )
+        if not drawn:
+            axis.text(
+                0.5,
+                0.5,
+                f"no {tag} in the logs",
+                ha="center",
+                va="center",
+                transform=axis.transAxes,
+                color="grey",
+            )
+        elif len(drawn) > 1:
+            axis.legend(loc="best", fontsize="small")
+        axis.set_title(f"{label} ({tag})", fontsize="medium")
+        axis.set_xlabel("step")
+        axis.set_ylabel(label)
+        axis.grid(True, alpha=0.3)
+    behaviors = ", ".join(sorted({c.behavior for c in curves}))
+    figure.suptitle(f"{title or run_dir.name} — {behaviors}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, format="png")
+    logger.info("wrote the report of %s to %s", run_dir, path)
+    return path

@@ -1,0 +1,245 @@
+"""``ghost.train``: the Python API of a training run, and what ``ghost-learn`` calls.
+
+``train(config, env=..., run_id=...)`` does everything the command line does: reads the config (a
+YAML path, a parsed dict or ``RunOptions``), lays the keyword arguments over it, prepares
+``<results_dir>/<run_id>`` (``resume``/``force`` rules, ``configuration.yaml``), trains, and returns
+a ``TrainingResult``. Callbacks see summaries, checkpoints, snapshots and team changes, and can
+stop the run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import torch
+from mlagents_envs.base_env import BaseEnv
+
+from envs.settings import EnvironmentSettings
+from envs.sources import EnvFunction, EnvInstance, UnityBuild
+from envs.stepping import EnvStepper, InProcessStepper
+from ghost.config.environment import env_factory_for
+from ghost.config.loader import apply_overrides, load_options, options_from_dict, with_drawn_seed
+from ghost.config.settings import RunOptions
+from ghost.exceptions import ConfigError
+from ghost.running.run_dir import RunDirectory
+from ghost.running.session import SelfPlaySession
+from trainers.callbacks import TrainingCallback
+from trainers.run_layout import RunLayout
+
+logger = logging.getLogger(__name__)
+
+EnvFactory = Callable[..., BaseEnv]
+Config = str | os.PathLike | Mapping[str, Any] | RunOptions | None
+
+
+@attrs.frozen(kw_only=True)
+class TrainingResult:
+    """What a finished (or stopped) run left behind.
+
+    Attributes:
+        run_dir: the run's results folder.
+        policies: final policy file per behavior name (``<run>/<Behavior>.pt``; empty with
+            ``inference``).
+        ratings: Elo per self-play behavior name.
+        steps: trainer steps per behavior name.
+        wall_time_s: seconds the run took.
+        stopped_early: a callback or Ctrl-C stopped the run before ``max_steps``.
+    """
+
+    run_dir: Path
+    policies: dict[str, Path]
+    ratings: dict[str, float]
+    steps: dict[str, int]
+    wall_time_s: float
+    stopped_early: bool
+
+
+def make_stepper(settings: EnvironmentSettings, factory: EnvFactory, seed: int) -> EnvStepper:
+    """One environment in-process, or ``num_envs`` worker processes."""
+    if settings.num_envs == 1:
+        return InProcessStepper(factory(worker_id=0, seed=seed))
+    from envs.workers import SubprocessStepper  # starts processes: only when asked for
+
+    return SubprocessStepper(
+        factory=factory,
+        num_envs=settings.num_envs,
+        seed=seed,
+        max_lifetime_restarts=settings.max_lifetime_restarts,
+        restarts_rate_limit_n=settings.restarts_rate_limit_n,
+        restarts_rate_limit_period_s=settings.restarts_rate_limit_period_s,
+    )
+
+
+def initial_policy_files(options: RunOptions, run_dir: RunDirectory) -> dict[str, Path]:
+    """Per behavior, the policy file to start from: ``init_path`` or ``--initialize-from``."""
+    files: dict[str, Path] = {}
+    for name, settings in options.behaviors.items():
+        if settings.init_path:
+            path = Path(settings.init_path)
+            files[name] = path / run_dir.layout.final_policy_path(name).name if path.is_dir() else path
+        elif run_dir.initialize_from is not None:
+            files[name] = RunLayout(run_dir.initialize_from).final_policy_path(name)
+    return files
+
+
+def train_options(
+    options: RunOptions, env_factory: EnvFactory, *, callbacks: Iterable[TrainingCallback] = ()
+) -> TrainingResult:
+    """Prepare the run folder of ``options`` (writing ``configuration.yaml``) and train."""
+    run_dir = RunDirectory.prepare(options.checkpoint_settings)
+    options = with_drawn_seed(options, run_dir.previous_configuration())
+    run_dir.write_configuration(options)
+    if isinstance(env_factory, UnityBuild) and env_factory.log_folder is None:
+        log_folder = str(run_dir.layout.run_logs_dir.absolute())
+        env_factory = attrs.evolve(env_factory, log_folder=log_folder)
+    return run_training(options, env_factory=env_factory, run_dir=run_dir, callbacks=callbacks)
+
+
+def run_training(
+    options: RunOptions,
+    *,
+    env_factory: EnvFactory,
+    run_dir: RunDirectory,
+    callbacks: Iterable[TrainingCallback] = (),
+) -> TrainingResult:
+    """Train every behavior of the environment in a prepared run folder until ``max_steps``."""
+    # small networks run fastest on one thread; the environment wants the other core
+    torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2) if torch.cuda.is_available() else 1)
+    seed = max(options.env_settings.seed, 0)
+    torch.manual_seed(seed)
+    training = not options.checkpoint_settings.inference
+    session = SelfPlaySession(
+        options=options,
+        stepper=make_stepper(options.env_settings, env_factory, seed),
+        layout=run_dir.layout,
+        seed=seed,
+        device=options.torch_settings.device or "cpu",
+        training=training,
+        initialize_from=initial_policy_files(options, run_dir),
+        callbacks=callbacks,
+    )
+    started = time.perf_counter()
+    session.run(resume=run_dir.resumed)
+    stopped_early = session.interrupted or session.callbacks.stop_requested
+    if stopped_early:
+        logger.info("Stopped early; continue with --resume --run-id %s", run_dir.root.name)
+    policies = {name: run_dir.layout.final_policy_path(name) for name in session.trainers}
+    return TrainingResult(
+        run_dir=run_dir.root,
+        policies={name: path for name, path in policies.items() if training and path.is_file()},
+        ratings={name: ghost.rating for name, ghost in session.ghosts.items()},
+        steps={name: trainer.step for name, trainer in session.trainers.items()},
+        wall_time_s=time.perf_counter() - started,
+        stopped_early=stopped_early,
+    )
+
+
+def _options_from(config: Config) -> RunOptions:
+    if config is None:
+        return RunOptions()
+    if isinstance(config, RunOptions):
+        return config
+    if isinstance(config, Mapping):
+        return options_from_dict(config)
+    if isinstance(config, str | os.PathLike):
+        return load_options(config)
+    raise ConfigError(
+        f"config must be a YAML file path, a dict or RunOptions, not {type(config).__name__}"
+    )
+
+
+def _importable_name(function: Any) -> str | None:
+    """``module:qualname`` of a module-level function or class (to record in the config)."""
+    module = getattr(function, "__module__", None)
+    qualname = getattr(function, "__qualname__", "")
+    if not module or module == "__main__" or "<" in qualname:
+        return None
+    return f"{module}:{qualname}"
+
+
+def _env_factory(env: Any, options: RunOptions) -> tuple[RunOptions, EnvFactory]:
+    """The factory of ``env`` (name, callable or BaseEnv), and the options recording it."""
+    if env is None or isinstance(env, str | os.PathLike):
+        if env is not None:
+            options = apply_overrides(options, {"env_settings.env_path": os.fspath(env)})
+        return options, env_factory_for(options)
+    if isinstance(env, BaseEnv):
+        if options.env_settings.num_envs != 1:
+            raise ConfigError(
+                "env is one BaseEnv instance, so num_envs must be 1; pass a function that "
+                "builds an environment to run several"
+            )
+        return options, EnvInstance(env)
+    if callable(env):
+        name = _importable_name(env)
+        if name is not None:
+            options = apply_overrides(options, {"env_settings.env_path": name})
+        return options, EnvFunction(env)
+    raise ConfigError(
+        "env must be a game name, 'module:callable', a Unity build path, a function returning a "
+        f"BaseEnv or a BaseEnv; got {type(env).__name__}"
+    )
+
+
+def train(
+    config: Config = None,
+    *,
+    env: Any = None,
+    run_id: str | None = None,
+    results_dir: str | os.PathLike | None = None,
+    resume: bool = False,
+    force: bool = False,
+    initialize_from: str | None = None,
+    seed: int | None = None,
+    num_envs: int | None = None,
+    inference: bool = False,
+    overrides: Mapping[str, Any] | None = None,
+    callbacks: Iterable[TrainingCallback] = (),
+) -> TrainingResult:
+    """Train the behaviors of an environment with self-play; write a results folder like the CLI.
+
+    Args:
+        config: a trainer YAML file (ML-Agents' schema), the same as a dict, ``RunOptions``, or
+            None for every default.
+        env: a built-in game name, ``"module:callable"``, a Unity build path, a function
+            returning a BaseEnv (called with ``worker_id``/``seed`` if it takes them), or one
+            BaseEnv instance. Default: the config's ``env_settings.env_path``.
+        run_id, results_dir: results go to ``<results_dir>/<run_id>`` (defaults ``ppo``,
+            ``results``).
+        resume: continue the run from its last checkpoint; ``force``: delete it and start over.
+        initialize_from: the run id whose final policies start this run.
+        seed: random seed (-1 draws one and records it).
+        num_envs: environment copies in worker processes.
+        inference: only act, do not train.
+        overrides: any other keys, ``{"env_settings.num_areas": 4, "debug": True}``.
+        callbacks: ``SelfPlayCallback``/``TrainingCallback`` objects; one returning False from
+            an event stops the run after a checkpoint.
+
+    Returns:
+        The final policies, ratings, steps and wall time (``TrainingResult``).
+
+    Raises:
+        GhostError: a bad config, environment or run folder (the message says what to fix).
+    """
+    options = _options_from(config)
+    results = os.fspath(results_dir) if results_dir is not None else None
+    keyword_overrides = {
+        "checkpoint_settings.run_id": run_id,
+        "checkpoint_settings.results_dir": results,
+        "checkpoint_settings.resume": resume or None,
+        "checkpoint_settings.force": force or None,
+        "checkpoint_settings.initialize_from": initialize_from,
+        "checkpoint_settings.inference": inference or None,
+        "env_settings.seed": seed,
+        "env_settings.num_envs": num_envs,
+    }
+    given = {key: value for key, value in keyword_overrides.items() if value is not None}
+    options = apply_overrides(options, {**given, **(overrides or {})})
+    options, factory = _env_factory(env, options)
+    return train_options(options, factory, callbacks=callbacks)

@@ -1,0 +1,319 @@
+"""``ghost-learn``: train the behaviors of an environment with self-play, from an ML-Agents config.
+
+The flags are ``mlagents-learn``'s where they make sense; each overrides one key of the YAML
+configuration (``--help`` names it). A user mistake (``GhostError``) ends as one line on stderr and
+exit code 2; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import traceback
+from collections.abc import Mapping, Sequence
+from importlib import metadata
+from typing import Any
+
+import attrs
+
+from envs.behavior_id import BehaviorId
+from ghost.config.behavior_matching import match_behaviors
+from ghost.config.environment import env_factory_for
+from ghost.config.loader import (
+    apply_overrides,
+    load_options,
+    with_deterministic_actions,
+    with_drawn_seed,
+)
+from ghost.config.settings import BehaviorSettings, RunOptions
+from ghost.exceptions import EnvironmentSpecError, GhostError
+from trainers import registry
+
+logger = logging.getLogger(__name__)
+
+PROG = "ghost-learn"
+EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+_EPILOG = """\
+examples:
+  ghost-learn config/tennis.yaml --run-id tennis-01      train a built-in game named in the config
+  ghost-learn my.yaml --env my_envs:make_env --check     check a config against an environment
+  ghost-learn my.yaml --env builds/Tennis --num-envs 4   train a Unity build with 4 copies
+  ghost-learn config/tennis.yaml --run-id tennis-01 --resume
+
+Results go to <results-dir>/<run-id>/: configuration.yaml (the resolved config), run_logs/,
+one folder per behavior (stats, checkpoints/, snapshots/) and <Behavior>.pt (the final policy).
+"""
+
+
+# fmt: off
+# A flag's dest is the config key it overrides, so the parsed flags feed apply_overrides as is.
+def _add_flags(parser: argparse.ArgumentParser) -> None:
+    def flag(group: Any, name: str, key: str, text: str, **options: Any) -> None:
+        group.add_argument(name, dest=key, help=f"{text} [{key}]", **options)
+
+    run = parser.add_argument_group("run")
+    flag(run, "--run-id", "checkpoint_settings.run_id",
+         "name of the run; results go to <results-dir>/<ID> (default: ppo)", metavar="ID")
+    flag(run, "--resume", "checkpoint_settings.resume",
+         "continue the run --run-id from its last checkpoint", action="store_true")
+    flag(run, "--force", "checkpoint_settings.force",
+         "delete the earlier results of --run-id and start over", action="store_true")
+    flag(run, "--initialize-from", "checkpoint_settings.initialize_from",
+         "start the networks from the policies of an earlier run (same behaviors and specs)",
+         metavar="RUN_ID")
+    flag(run, "--inference", "checkpoint_settings.inference",
+         "only act, do not train (with --resume: watch a trained run)", action="store_true")
+    flag(run, "--results-dir", "checkpoint_settings.results_dir",
+         "folder holding every run's results (default: results)", metavar="DIR")
+    flag(run, "--seed", "env_settings.seed",
+         "random seed of trainers and environments; -1 draws one and records it (default: -1)",
+         metavar="N")
+    run.add_argument("--deterministic", action="store_true",
+                     help="act with the most likely action instead of sampling "
+                     "[network_settings.deterministic of every behavior]")
+    flag(run, "--debug", "debug", "debug-level logging, and tracebacks for user errors",
+         action="store_true")
+
+    env = parser.add_argument_group("environment")
+    flag(env, "--env", "env_settings.env_path",
+         "a built-in game name, module:callable returning a BaseEnv, or a Unity build path",
+         metavar="ENV")
+    flag(env, "--num-envs", "env_settings.num_envs",
+         "environment copies stepped in parallel (default: 1)", metavar="N")
+    flag(env, "--num-areas", "env_settings.num_areas",
+         "training areas inside each Unity build (default: 1)", metavar="N")
+    flag(env, "--base-port", "env_settings.base_port",
+         "first port for Unity builds; worker i uses PORT+i (default: 5005)", metavar="PORT")
+    flag(env, "--timeout-wait", "env_settings.timeout_wait",
+         "seconds to wait for a Unity build to start (default: 60)", metavar="S")
+    flag(env, "--max-lifetime-restarts", "env_settings.max_lifetime_restarts",
+         "restarts allowed per crashing environment worker, -1: no limit (default: 10)",
+         metavar="N")
+    flag(env, "--restarts-rate-limit-n", "env_settings.restarts_rate_limit_n",
+         "restarts allowed per period, -1: no rate limit (default: 1)", metavar="N")
+    flag(env, "--restarts-rate-limit-period-s", "env_settings.restarts_rate_limit_period_s",
+         "the period of --restarts-rate-limit-n in seconds (default: 60)", metavar="S")
+    flag(env, "--env-args", "env_settings.env_args",
+         "everything after this flag goes to the Unity build's command line (put it last)",
+         nargs=argparse.REMAINDER, metavar="ARG")
+
+    engine = parser.add_argument_group("engine (Unity builds only)")
+    flag(engine, "--width", "engine_settings.width", "window width (default: 84)", metavar="PX")
+    flag(engine, "--height", "engine_settings.height", "window height (default: 84)",
+         metavar="PX")
+    flag(engine, "--quality-level", "engine_settings.quality_level",
+         "Unity quality level (default: 5)", metavar="N")
+    flag(engine, "--time-scale", "engine_settings.time_scale",
+         "simulation speed-up, Unity's Time.timeScale (default: 20)", metavar="X")
+    flag(engine, "--target-frame-rate", "engine_settings.target_frame_rate",
+         "Unity's Application.targetFrameRate, -1: unlimited (default: -1)", metavar="FPS")
+    flag(engine, "--capture-frame-rate", "engine_settings.capture_frame_rate",
+         "Unity's Time.captureFramerate (default: 60)", metavar="FPS")
+    flag(engine, "--no-graphics", "engine_settings.no_graphics",
+         "run builds without rendering (only without visual observations)",
+         action="store_true")
+    flag(engine, "--no-graphics-monitor", "engine_settings.no_graphics_monitor",
+         "render only in worker 0, the others run without graphics", action="store_true")
+
+    torch = parser.add_argument_group("torch")
+    flag(torch, "--torch-device", "torch_settings.device",
+         "device for the networks: cpu, cuda, cuda:1... (default: cpu)",
+         metavar="DEVICE")
+
+# fmt: on
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``ghost-learn`` argument parser; flags that are not given are absent from the result."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Train the behaviors of an environment with self-play, from an ML-Agents "
+        "trainer config.",
+        allow_abbrev=False,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        argument_default=argparse.SUPPRESS,
+    )
+    parser.add_argument(
+        "config",
+        nargs="?",
+        default=None,
+        help="trainer configuration YAML (ML-Agents' schema); without it every behavior "
+        "trains with the defaults. Each flag below overrides the key in brackets",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="validate the config, open the environment once and check that its behaviors fit "
+        "(teams, self_play, trainer types); print a summary and exit without training",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    _add_flags(parser)
+    return parser
+
+
+def _flag_labels(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """``{config key: flag}``, to name the flag in errors about its value."""
+    return {
+        action.dest: action.option_strings[0] for action in parser._actions if action.option_strings
+    }
+
+
+def _version() -> str:
+    try:
+        return metadata.version("ghost-trainer")
+    except metadata.PackageNotFoundError:
+        return "(not installed)"
+
+
+def _setup_logging(debug: bool) -> None:
+    logging.basicConfig(format="[%(levelname)s] %(name)s: %(message)s", level=logging.WARNING)
+    for package in ("ghost", "trainers", "envs"):
+        logging.getLogger(package).setLevel(logging.DEBUG if debug else logging.INFO)
+
+
+def _reconcile_resume_and_init(options: RunOptions, flags: Mapping[str, Any]) -> RunOptions:
+    """ML-Agents' rule when both ``resume`` and ``initialize_from`` are set: a flag beats the YAML,
+    and between two equals resuming wins."""
+    checkpoint = options.checkpoint_settings
+    if not (checkpoint.resume and checkpoint.initialize_from is not None):
+        return options
+    init_flag_only = (
+        "checkpoint_settings.initialize_from" in flags and "checkpoint_settings.resume" not in flags
+    )
+    if init_flag_only:
+        logger.warning("--initialize-from given: ignoring resume from the configuration")
+        checkpoint = attrs.evolve(checkpoint, resume=False)
+    else:
+        logger.warning(
+            "both resume and initialize_from=%r are set: resuming, ignoring initialize_from",
+            checkpoint.initialize_from,
+        )
+        checkpoint = attrs.evolve(checkpoint, initialize_from=None)
+    return attrs.evolve(options, checkpoint_settings=checkpoint)
+
+
+def load_run_options(
+    config_path: str | None, flags: Mapping[str, Any], *, deterministic: bool = False
+) -> RunOptions:
+    """The run configuration: the YAML file (or the defaults) with the flags laid over it.
+
+    Args:
+        config_path: the YAML file, or None for all defaults.
+        flags: ``{config key: value}`` of the flags given (``"env_settings.seed": "3"``).
+        deterministic: ``--deterministic`` was given.
+    """
+    options = load_options(config_path) if config_path else RunOptions()
+    options = apply_overrides(options, flags, labels=_flag_labels(build_parser()))
+    if deterministic:
+        options = with_deterministic_actions(options)
+    return _reconcile_resume_and_init(options, flags)
+
+
+# -- --check -----------------------------------------------------------------------------------
+def _read_specs(factory: Any, seed: int) -> dict[BehaviorId, Any]:
+    env = factory(worker_id=0, seed=seed)
+    try:
+        env.reset()
+        return {BehaviorId.parse(raw): spec for raw, spec in env.behavior_specs.items()}
+    finally:
+        env.close()
+
+
+def _describe_behavior(name: str, teams: list[int], spec: Any, settings: BehaviorSettings) -> str:
+    observations = ", ".join(str(tuple(obs.shape)) for obs in spec.observation_specs) or "none"
+    action = spec.action_spec
+    actions = [f"continuous {action.continuous_size}"] if action.continuous_size else []
+    if action.discrete_branches:
+        actions.append(f"discrete branches {tuple(action.discrete_branches)}")
+    self_play = settings.self_play
+    self_play_text = (
+        "off"
+        if self_play is None
+        else (
+            f"on (save_steps {self_play.save_steps}, team_change {self_play.steps_per_team}, "
+            f"swap_steps {self_play.swap_steps}, window {self_play.window}, "
+            f"latest ratio {self_play.play_against_latest_model_ratio})"
+        )
+    )
+    return "\n".join(
+        [
+            f"behavior {name}",
+            f"  teams:        {', '.join(map(str, teams))}",
+            f"  trainer:      {settings.trainer_type} (max_steps {settings.max_steps})",
+            f"  self_play:    {self_play_text}",
+            f"  observations: {observations}",
+            f"  actions:      {'; '.join(actions) or 'none'}",
+        ]
+    )
+
+
+def run_check(options: RunOptions, factory: Any) -> int:
+    """``--check``: open the environment once, match its behaviors to ``options``, print a summary.
+
+    Raises:
+        EnvironmentSpecError, TrainerTypeError: the environment does not fit the configuration.
+    """
+    options = with_drawn_seed(options)
+    specs = _read_specs(factory, options.env_settings.seed)
+    if not specs:
+        raise EnvironmentSpecError(
+            "the environment reports no behaviors after reset; it has nothing to train"
+        )
+    resolved = match_behaviors(options, specs)
+    for settings in resolved.values():
+        registry.trainer_class(settings.trainer_type)
+    describe = getattr(factory, "describe", None)
+    print(f"environment: {describe() if describe else repr(factory)}")
+    for name, settings in resolved.items():
+        ids = sorted(bid for bid in specs if bid.name == name)
+        print(_describe_behavior(name, [bid.team for bid in ids], specs[ids[0]], settings))
+    checkpoint = options.checkpoint_settings
+    print(
+        f"check passed: {len(resolved)} behavior(s), {len({b.team for b in specs})} team(s); "
+        f"a run would write to {checkpoint.results_dir}/{checkpoint.run_id}. Nothing was trained."
+    )
+    return 0
+
+
+# -- training ----------------------------------------------------------------------------------
+def run_learn(options: RunOptions, factory: Any) -> int:
+    """Train through ``ghost.train``'s machinery: prepare the run folder, write configuration.yaml,
+    train."""
+    from ghost.running.api import train_options  # so --help and --check never import torch
+
+    train_options(options, factory)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``ghost-learn``; returns the process exit code."""
+    args = vars(build_parser().parse_args(argv))
+    config_path = args.pop("config")
+    check = args.pop("check", False)
+    deterministic = args.pop("deterministic", False)
+    debug = bool(args.get("debug", False))
+    _setup_logging(debug)
+    try:
+        options = load_run_options(config_path, args, deterministic=deterministic)
+        debug = options.debug
+        _setup_logging(debug)
+        factory = env_factory_for(options)
+        if check:
+            return run_check(options, factory)
+        return run_learn(options, factory)
+    except GhostError as error:
+        if debug:
+            traceback.print_exc()
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

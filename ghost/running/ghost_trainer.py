@@ -1,0 +1,253 @@
+"""``GhostTrainer``: self-play around any registered trainer, without changing it.
+
+Per behavior name with ``self_play``. Step batches of the learning team go to the wrapped trainer;
+those of ghosted teams only add to the ghost step count. The learner's weights are snapshotted
+every ``save_steps`` trainer steps into a window (the untrained policy is the first snapshot).
+Ghosted teams act with ``OpponentPolicy``s whose opponents are redrawn on every team change and
+every ``swap_steps`` ghost steps by the configured sampling strategy (``ghost.core.sampling``; by
+default ML-Agents' rule: the latest learner with probability ``play_against_latest_model_ratio``,
+else a uniform pick from the window), ``opponents_per_swap`` draws spread over environments and
+arenas, fixed opponents included in the pool. Finished matches of the learning team are rated by
+the ``GhostController`` and booked in this behavior's ``SelfPlayState``.
+
+What is due (snapshot, swap, end of a turn) is decided by the ``SelfPlayState``; this class only
+connects it to a trainer: it routes experience, reads the learner's weights and loads opponents'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from mlagents_envs.base_env import BehaviorSpec
+
+from envs.behavior_id import BehaviorId
+from ghost.core.controller import GhostController, TeamChange
+from ghost.core.opponents import Opponent
+from ghost.core.ratings import result_from_reward
+from ghost.core.self_play import SelfPlayState
+from ghost.core.snapshots import Snapshot
+from ghost.running.opponent_policy import OpponentPolicy
+from trainers.atomic_files import atomic_write_text
+from trainers.base import ExperienceQueue, Policy, StepBatch, Trainer
+from trainers.policy_file import read_policy_weights
+from trainers.run_layout import RunLayout
+from trainers.stats import ELO
+
+SnapshotListener = Callable[["GhostTrainer", Snapshot], None]
+
+
+class GhostTrainer(Trainer):
+    """Wraps ``trainer`` so it learns by self-play (see module docstring).
+
+    Args:
+        trainer: the wrapped trainer (PPO, SAC, a plugin).
+        controller: the run's controller, shared by every ghost trainer.
+        state: this behavior's self-play bookkeeping.
+        layout: the run folder (snapshot files and the payoff table go there).
+        on_snapshot: called with each snapshot as it is taken.
+    """
+
+    def __init__(
+        self,
+        *,
+        trainer: Trainer,
+        controller: GhostController,
+        state: SelfPlayState,
+        layout: RunLayout,
+        on_snapshot: SnapshotListener | None = None,
+    ) -> None:
+        super().__init__(
+            behavior_name=trainer.behavior_name,
+            settings=trainer.settings,
+            artifact_dir=trainer.artifact_dir,
+            seed=trainer.seed,
+            device=trainer.device,
+            training=trainer.training,
+        )
+        self.stats = trainer.stats  # one reporter per behavior: the wrapped trainer's
+        self.trainer = trainer
+        self.controller = controller
+        self.state = state
+        self.self_play = state.settings
+        self.layout = layout
+        self.on_snapshot = on_snapshot
+        self.learner: Policy | None = None
+        self.behavior_ids: dict[int, BehaviorId] = {}
+        self.opponent_policies: dict[BehaviorId, OpponentPolicy] = {}
+        self._learning_queues: dict[BehaviorId, ExperienceQueue] = {}
+
+    # -- wiring ----------------------------------------------------------------------------
+    def create_policy(self, behavior_id: BehaviorId, behavior_spec: BehaviorSpec) -> Policy:
+        return self.trainer.create_policy(behavior_id, behavior_spec)
+
+    def add_policy(self, behavior_id: BehaviorId, policy: Policy) -> None:
+        if self.learner is None:
+            self.learner = policy
+        self.trainer.add_policy(behavior_id, self.learner)
+        queue = ExperienceQueue(behavior_id)
+        self._learning_queues[behavior_id] = queue
+        self.trainer.subscribe_trajectory_queue(queue)
+        spec = self.learner.behavior_spec
+        self.opponent_policies[behavior_id] = OpponentPolicy(
+            make_policy=lambda: self.trainer.create_policy(behavior_id, spec)
+        )
+        self.behavior_ids[behavior_id.team] = behavior_id
+        self.controller.subscribe_team(behavior_id.team, self.state)
+        self._draw_opponents(behavior_id)
+
+    def get_policy(self, behavior_id: BehaviorId) -> Policy:
+        assert self.learner is not None, "add_policy comes first"
+        return self.learner
+
+    def acting_policy(self, behavior_id: BehaviorId) -> Policy:
+        """The learner for the learning team, frozen opponents for every other team."""
+        if behavior_id.team == self.controller.learning_team:
+            return self.get_policy(behavior_id)
+        return self.opponent_policies[behavior_id]
+
+    @property
+    def fixed_opponents(self) -> list[Any]:
+        return self.state.fixed_opponents
+
+    @property
+    def rating(self) -> float:
+        return self.state.rating
+
+    # -- training --------------------------------------------------------------------------
+    @property
+    def step(self) -> int:
+        return self.trainer.step
+
+    @property
+    def is_learning(self) -> bool:
+        return self.controller.learning_team in self.behavior_ids
+
+    @property
+    def should_still_train(self) -> bool:
+        return self.trainer.should_still_train
+
+    def advance(self) -> None:
+        if self.state.known_learning_team is None:
+            # the first turn starts before any experience; the first snapshot is the policy as
+            # training starts (after --initialize-from, if any)
+            if len(self.state.window) == 0:
+                self._take_snapshot()
+            self._start_turn()
+        learning_team = self.controller.learning_team
+        for queue in self.trajectory_queues:
+            for batch in queue.drain():
+                if batch.behavior_id.team == learning_team:
+                    self._learning_queues[batch.behavior_id].put(batch)
+                    self._rate_results(batch)
+                else:
+                    self.state.count_ghost_steps(batch.agent_steps)
+        self.stats.training = self.is_learning
+        self.trainer.advance()
+        step = self.trainer.step
+        if self.is_learning and self.state.snapshot_due(step):
+            self._take_snapshot()
+        if self.is_learning and self.state.turn_over(step, still_training=self.should_still_train):
+            self.controller.request_team_change()
+        elif self.state.swap_due():
+            self._swap()
+        self.stats.add(ELO, self.state.rating)
+
+    def _rate_results(self, batch: StepBatch) -> None:
+        terminal = batch.steps.terminal
+        if len(terminal) == 0:
+            return
+        finished = ~terminal.interrupted
+        if not finished.any():
+            return
+        # one result per match: teammates (same group) finishing together count once
+        keys = np.where(
+            terminal.group_id != 0, -terminal.group_id.astype(np.int64), terminal.agent_id
+        )
+        _, first = np.unique(keys[finished], return_index=True)
+        rows = np.flatnonzero(finished)[first]
+        scores = terminal.reward[rows] + terminal.group_reward[rows]
+        for arena, reward in zip(
+            batch.steps.terminal_arenas[rows].tolist(), scores.tolist(), strict=True
+        ):
+            score = result_from_reward(reward)
+            rating = self.controller.rate_match(learner=self.state, arena=arena, score=score)
+            if rating is not None:
+                self.state.apply_match(rating)
+                for opponent in rating.opponents:
+                    self._record_result_stats(opponent, score)
+
+    def _record_result_stats(self, opponent: Opponent, score: float) -> None:
+        self.stats.add("Self-play/Win Rate", score)
+        if opponent.is_fixed or opponent.is_latest:
+            self.stats.add(f"Self-play/Win Rate vs {opponent.key}", score)
+
+    def on_team_change(self, change: TeamChange) -> None:
+        """Learning passed to ``change.learning_team``: restart the turn count and swap."""
+        self._start_turn()
+
+    def _start_turn(self) -> None:
+        self.state.start_turn(
+            self.controller.learning_team, self.trainer.step, learning=self.is_learning
+        )
+        self._swap()
+
+    def _take_snapshot(self) -> Snapshot:
+        assert self.learner is not None
+        snapshot = self.state.take_snapshot(self.learner.get_weights(), self.trainer.step)
+        if self.on_snapshot is not None:
+            self.on_snapshot(self, snapshot)
+        return snapshot
+
+    def _draw_opponents(self, behavior_id: BehaviorId) -> None:
+        assert self.learner is not None
+        pool = self.state.pool(self.learner.get_weights(), self.trainer.step)
+        draws = self.state.draw_opponents(behavior_id.team, pool)
+        self.opponent_policies[behavior_id].assign(draws)
+
+    def _swap(self) -> None:
+        """Redraw the opponents of every ghosted team of this behavior and publish them."""
+        self.state.mark_swap()
+        for team, behavior_id in self.behavior_ids.items():
+            if team != self.controller.learning_team:
+                self._draw_opponents(behavior_id)
+        for queue in self.policy_queues:
+            queue.put(self.acting_policy(queue.behavior_id))
+
+    def end_episode(self) -> None:
+        self.trainer.end_episode()
+
+    # -- persistence -----------------------------------------------------------------------
+    def write_snapshots(self) -> None:
+        """Write every snapshot of the window that has no file yet (each a loadable policy)."""
+        assert self.learner is not None
+        for snapshot in self.state.window:
+            if snapshot.path is None or not snapshot.path.exists():
+                snapshot.path = self.layout.snapshot_path(self.behavior_name, snapshot.snapshot_id)
+                self.learner.save(snapshot.path, snapshot.weights)
+
+    def after_checkpoint(self) -> None:
+        """The new checkpoint set is complete: write the payoff table; evicted snapshots go."""
+        atomic_write_text(
+            self.layout.payoff_path(self.behavior_name), self.state.win_rates.payoff_csv()
+        )
+        keep = {s.path for s in self.state.window}
+        for stale in self.layout.snapshot_files(self.behavior_name).values():
+            if stale not in keep:
+                stale.unlink(missing_ok=True)
+
+    def state_dict(self) -> dict[str, Any]:
+        self.write_snapshots()
+        return {"trainer": self.trainer.state_dict(), "ghost": self.state.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.trainer.load_state_dict(state["trainer"])
+        self.state.load_state_dict(state["ghost"], read_weights=read_policy_weights)
+        for behavior_id, policy in self.opponent_policies.items():
+            opponents = self.state.opponents.get(behavior_id.team)
+            if opponents:
+                policy.assign(opponents)
+
+    def close(self) -> None:
+        self.trainer.close()

@@ -1,0 +1,73 @@
+"""``self_play.evaluation``: games of the learner against fixed opponents, apart from training.
+
+Every ``every_steps`` trainer steps the learner plays ``games`` matches against each listed fixed
+opponent in a separate instance of the built-in game (no experience is kept, no rating moves).
+The win rates go to TensorBoard as ``Evaluation/<opponent> Win Rate`` and to the log.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from envs.behavior_id import BehaviorId
+from ghost.evaluation.head_to_head import evaluate
+from ghost.exceptions import ConfigError
+from ghost.running.ghost_trainer import GhostTrainer
+from ghost.core.settings import EvaluationSettings
+
+logger = logging.getLogger(__name__)
+
+
+class ScheduledEvaluation:
+    """Runs one behavior's scheduled evaluations when its trainer step comes due."""
+
+    def __init__(
+        self,
+        *,
+        trainer: GhostTrainer,
+        settings: EvaluationSettings,
+        game: str | None,
+        behavior_id: BehaviorId,
+        seed: int,
+    ) -> None:
+        if game is None:
+            raise ConfigError(
+                f"behaviors.{trainer.behavior_name}.self_play.evaluation plays a built-in game "
+                "and this run's environment is not one; remove the evaluation section"
+            )
+        self.trainer = trainer
+        self.settings = settings
+        self.game = game
+        self.side = behavior_id.full_name
+        self.seed = seed
+        wanted = settings.opponents
+        self.opponents = [f for f in trainer.fixed_opponents if wanted is None or f.name in wanted]
+        self.next_step = self.after(trainer.step)
+
+    def after(self, step: int) -> int:
+        """The first due step after ``step``."""
+        every = self.settings.every_steps
+        return (step // every + 1) * every
+
+    def maybe_run(self) -> None:
+        if self.trainer.step < self.next_step:
+            return
+        step = self.trainer.step
+        self.next_step = self.after(step)
+        assert self.trainer.learner is not None
+        for opponent in self.opponents:
+            result = evaluate(
+                game=self.game,
+                policy=self.trainer.learner,
+                opponent=opponent.policy,
+                episodes=self.settings.games,
+                seed=self.seed + step,
+                side=self.side,
+            )
+            rate = result.win_rate if result.win_rate is not None else 0.0
+            self.trainer.stats.add(f"Evaluation/{opponent.name} Win Rate", rate)
+            logger.info(
+                "%s. Step: %d. Evaluation against %s: win rate %.3f [%.3f, %.3f] over %d games",
+                self.trainer.behavior_name, step, opponent.name, rate, *result.win_ci,
+                result.episodes,
+            )  # fmt: skip

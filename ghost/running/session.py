@@ -1,0 +1,141 @@
+"""``SelfPlaySession``: the training loop of ``trainers`` with ghosts around self-play behaviors.
+
+It extends ``trainers.training_loop.TrainingLoop`` through its hooks only:
+
+- behaviors are matched to the run configuration (``ghost.config.behavior_matching``);
+- a behavior with ``self_play`` gets its trainer wrapped in a ``GhostTrainer`` (with its
+  ``SelfPlayState``, fixed opponents and scheduled evaluation);
+- between steps the ``GhostController``'s team change, if any, is applied: every ghost swaps and
+  the environments reset, so no trajectory straddles two learners;
+- the controller's state travels in each checkpoint's run state.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from mlagents_envs.base_env import BehaviorSpec
+
+from envs.behavior_id import BehaviorId
+from envs.games import BUILTIN_GAMES
+from envs.stepping import EnvStepper, StepResult
+from ghost.config.behavior_matching import match_behaviors
+from ghost.config.settings import BehaviorSettings, RunOptions
+from ghost.core.controller import GhostController
+from ghost.core.self_play import SelfPlayState
+from ghost.core.snapshots import Snapshot
+from ghost.running.callbacks import SnapshotTaken, TeamChanged
+from ghost.running.fixed_opponents import build_fixed_opponents
+from ghost.running.ghost_trainer import GhostTrainer
+from ghost.running.scheduled_evaluation import ScheduledEvaluation
+from trainers.base import Trainer
+from trainers.callbacks import TrainingCallback
+from trainers.run_layout import RunLayout
+from trainers.training_loop import TrainingLoop
+
+logger = logging.getLogger(__name__)
+
+
+class SelfPlaySession(TrainingLoop):
+    """Trains every behavior of one environment stepper, self-play behaviors through ghosts."""
+
+    def __init__(
+        self,
+        *,
+        options: RunOptions,
+        stepper: EnvStepper,
+        layout: RunLayout,
+        seed: int = 0,
+        device: str = "cpu",
+        training: bool = True,
+        initialize_from: Mapping[str, Path] | None = None,
+        callbacks: Iterable[TrainingCallback] = (),
+    ) -> None:
+        super().__init__(
+            stepper=stepper,
+            behaviors=options.behaviors,
+            layout=layout,
+            seed=seed,
+            device=device,
+            training=training,
+            initialize_from=initialize_from,
+            callbacks=callbacks,
+        )
+        self.options = options
+        self.controller = GhostController()
+        self.ghosts: dict[str, GhostTrainer] = {}
+        self.evaluations: dict[str, ScheduledEvaluation] = {}
+
+    @property
+    def builtin_game(self) -> str | None:
+        """The built-in game this run trains, if it is one."""
+        env_path = self.options.env_settings.env_path
+        return env_path if env_path in BUILTIN_GAMES else None
+
+    # -- hooks of the training loop ------------------------------------------------------------
+    def settings_for(self, behavior_specs: Mapping[BehaviorId, BehaviorSpec]) -> dict[str, Any]:
+        return match_behaviors(self.options, behavior_specs)
+
+    def make_trainer(self, name: str, settings: BehaviorSettings, spec: BehaviorSpec) -> Trainer:
+        trainer = super().make_trainer(name, settings, spec)
+        if settings.self_play is None:
+            return trainer
+        fixed = build_fixed_opponents(
+            settings.self_play, behavior_name=name, behavior_spec=spec,
+            builtin_game=self.builtin_game,
+        )  # fmt: skip
+        state = SelfPlayState(
+            behavior_name=name, settings=settings.self_play, seed=self.seed, fixed_opponents=fixed
+        )
+        ghost = GhostTrainer(
+            trainer=trainer, controller=self.controller, state=state, layout=self.layout,
+            on_snapshot=self._announce_snapshot,
+        )  # fmt: skip
+        self.ghosts[name] = ghost
+        return ghost
+
+    def on_trainer_connected(self, trainer: Trainer, behavior_id: BehaviorId) -> None:
+        ghost = self.ghosts.get(behavior_id.name)
+        settings = ghost.self_play.evaluation if ghost is not None else None
+        if ghost is None or settings is None or not self.training:
+            return
+        if behavior_id.name not in self.evaluations:
+            self.evaluations[behavior_id.name] = ScheduledEvaluation(
+                trainer=ghost, settings=settings, game=self.builtin_game,
+                behavior_id=behavior_id, seed=self.seed,
+            )  # fmt: skip
+
+    def between_steps(self, steps: StepResult) -> StepResult:
+        change = self.controller.take_team_change()
+        if change is not None:
+            for ghost in self.ghosts.values():
+                ghost.on_team_change(change)
+            steps = self.reset_environments()
+            self.callbacks.emit(
+                "on_team_change",
+                TeamChanged(previous_team=change.previous_team,
+                            learning_team=change.learning_team, count=change.count),
+            )  # fmt: skip
+        for evaluation in self.evaluations.values():
+            evaluation.maybe_run()
+        return steps
+
+    def run_state(self) -> dict[str, Any]:
+        return {"controller": self.controller.state_dict()}
+
+    def load_run_state(self, state: dict[str, Any]) -> None:
+        if "controller" in state:
+            self.controller.load_state_dict(state["controller"])
+        for evaluation in self.evaluations.values():
+            evaluation.next_step = evaluation.after(evaluation.trainer.step)
+
+    # -- events --------------------------------------------------------------------------------
+    def _announce_snapshot(self, ghost: GhostTrainer, snapshot: Snapshot) -> None:
+        self.callbacks.emit(
+            "on_snapshot",
+            SnapshotTaken(behavior_name=ghost.behavior_name, snapshot_id=snapshot.snapshot_id,
+                          step=snapshot.step, rating=snapshot.rating),
+        )  # fmt: skip

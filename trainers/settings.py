@@ -1,0 +1,110 @@
+"""The trainer stack's settings: ML-Agents' behavior section without ``self_play``.
+
+Every class mirrors a section of an ML-Agents trainer config, with the same key names and defaults.
+``TrainerSettings`` is one behavior's section as a trainer sees it; the self-play layer adds its
+``self_play`` key in a subclass (``ghost.config.settings.BehaviorSettings``). Hyperparameters differ
+per trainer type: each registered type brings its own ``HyperparamSettings`` subclass
+(``trainers.registry``).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import attrs
+
+from envs.validators import non_negative, open_unit_interval, positive
+
+
+class ScheduleType(str, enum.Enum):
+    """How a hyperparameter moves over ``max_steps``."""
+
+    CONSTANT = "constant"
+    LINEAR = "linear"
+
+
+class EncoderType(str, enum.Enum):
+    """Visual observation encoders (ML-Agents' ``vis_encode_type``)."""
+
+    SIMPLE = "simple"
+    NATURE_CNN = "nature_cnn"
+    RESNET = "resnet"
+    MATCH3 = "match3"
+    FULLY_CONNECTED = "fully_connected"
+
+
+SUPPORTED_ENCODERS = (EncoderType.SIMPLE, EncoderType.NATURE_CNN, EncoderType.FULLY_CONNECTED)
+
+
+@attrs.frozen(kw_only=True)
+class MemorySettings:
+    """Recurrent memory (accepted by the schema, rejected by the loader until it exists)."""
+
+    sequence_length: int = attrs.field(default=64, validator=positive)
+    memory_size: int = attrs.field(default=128, validator=positive)
+
+
+@attrs.frozen(kw_only=True)
+class NetworkSettings:
+    """Network shape: ``hidden_units`` × ``num_layers`` MLP after the observation encoders."""
+
+    normalize: bool = False
+    hidden_units: int = attrs.field(default=128, validator=positive)
+    num_layers: int = attrs.field(default=2, validator=positive)
+    vis_encode_type: EncoderType = EncoderType.SIMPLE
+    memory: MemorySettings | None = None
+    goal_conditioning_type: str = "hyper"
+    deterministic: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class RewardSignalSettings:
+    """One reward signal; only ``extrinsic`` exists today."""
+
+    gamma: float = attrs.field(default=0.99, validator=open_unit_interval)
+    strength: float = 1.0
+    network_settings: NetworkSettings = attrs.Factory(NetworkSettings)
+
+
+@attrs.frozen(kw_only=True)
+class HyperparamSettings:
+    """Base of every trainer type's ``hyperparameters`` section."""
+
+    batch_size: int = attrs.field(default=1024, validator=positive)
+    buffer_size: int = attrs.field(default=10240, validator=positive)
+    learning_rate: float = attrs.field(default=3.0e-4, validator=positive)
+    learning_rate_schedule: ScheduleType = ScheduleType.CONSTANT
+
+
+def _default_reward_signals() -> dict[str, RewardSignalSettings]:
+    return {"extrinsic": RewardSignalSettings()}
+
+
+@attrs.frozen(kw_only=True)
+class TrainerSettings:
+    """One behavior's section under ``behaviors:`` (or ``default_settings:``)."""
+
+    trainer_type: str = "ppo"
+    hyperparameters: HyperparamSettings = attrs.Factory(HyperparamSettings)
+    network_settings: NetworkSettings = attrs.Factory(NetworkSettings)
+    reward_signals: dict[str, RewardSignalSettings] = attrs.Factory(_default_reward_signals)
+    init_path: str | None = None
+    keep_checkpoints: int = attrs.field(default=5, validator=positive)
+    checkpoint_interval: int = attrs.field(default=500000, validator=positive)
+    max_steps: int = attrs.field(default=500000, validator=non_negative)
+    time_horizon: int = attrs.field(default=64, validator=positive)
+    summary_freq: int = attrs.field(default=50000, validator=positive)
+    #: accepted for ML-Agents compatibility; it has no effect here
+    threaded: bool = False
+    behavioral_cloning: dict[str, Any] | None = None
+
+    @property
+    def gamma(self) -> float:
+        """Discount of the extrinsic reward signal."""
+        return self.reward_signals["extrinsic"].gamma
+
+    @property
+    def reward_strength(self) -> float:
+        """Scale of the extrinsic reward signal."""
+        return self.reward_signals["extrinsic"].strength
