@@ -1,0 +1,174 @@
+"""The layers stay layers: ``envs`` ← ``trainers`` ← ``ghost``, and no import cycles anywhere.
+
+Every import statement of every project module counts, top-level or inside a function.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("envs", "trainers", "ghost")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def project_modules() -> dict[str, Path]:
+    """Every module of the three packages, by dotted name."""
+    return {
+        _module_name(path): path
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+    }
+
+
+def imported_modules(path: Path, modules: dict[str, Path]) -> set[str]:
+    """The project modules ``path`` imports anywhere in its body (functions included)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            # ``from pkg import sub`` imports the submodule ``pkg.sub`` when there is one
+            names = [
+                f"{node.module}.{alias.name}"
+                if f"{node.module}.{alias.name}" in modules
+                else node.module
+                for alias in node.names
+            ]
+        else:
+            continue
+        found.update(name for name in names if name in modules)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = project_modules()
+    return {name: imported_modules(path, modules) - {name} for name, path in modules.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_lower_layers_never_import_ghost():
+    graph = import_graph()
+    upward = {
+        module: sorted(target for target in targets if target.split(".")[0] == "ghost")
+        for module, targets in graph.items()
+        if module.split(".")[0] in ("envs", "trainers")
+    }
+    assert {m: t for m, t in upward.items() if t} == {}
+    envs_on_trainers = {
+        module: sorted(t for t in targets if t.split(".")[0] == "trainers")
+        for module, targets in graph.items()
+        if module.split(".")[0] == "envs"
+    }
+    assert {m: t for m, t in envs_on_trainers.items() if t} == {}
+
+
+def test_no_import_cycles_among_project_modules():
+    assert cycles(import_graph()) == []
+
+
+def test_the_checker_sees_function_local_imports_and_cycles(tmp_path):
+    source = tmp_path / "a.py"
+    source.write_text("def f():\n    from ghost.core import controller\n", encoding="utf-8")
+    modules = {"ghost.core.controller": source, "ghost.core": source}
+    assert imported_modules(source, modules) == {"ghost.core.controller"}
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_self_play_core_needs_no_trainer_and_no_torch():
+    graph = import_graph()
+    core = [m for m in graph if m.startswith("ghost.core.")]
+    reached = set()
+    todo = list(core)
+    while todo:
+        module = todo.pop()
+        for target in graph[module]:
+            if target not in reached:
+                reached.add(target)
+                todo.append(target)
+    assert sorted(m for m in reached if m.startswith(("trainers", "ghost.running"))) == [
+        "trainers.exceptions"  # the error classes only, through ghost.exceptions
+    ]
+    code = "import sys; import ghost.core.controller, ghost.core.self_play; print('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert result.stdout.strip() == "False", result.stderr
+
+
+def test_trainers_train_ppo_with_ghost_unimportable(tmp_path):
+    """The trainer stack on its own: PPO on a toy BaseEnv with ``ghost`` blocked."""
+    script = textwrap.dedent(
+        """
+        import sys
+        sys.modules["ghost"] = None  # any import of ghost now fails
+        import torch
+        from envs.stepping import InProcessStepper
+        from tests.toy_envs import TargetEnv
+        from trainers.hyperparameters import PPOSettings
+        from trainers.run_layout import RunLayout
+        from trainers.settings import NetworkSettings, TrainerSettings
+        from trainers.training_loop import TrainingLoop
+
+        torch.set_num_threads(1)
+        settings = TrainerSettings(
+            hyperparameters=PPOSettings(batch_size=128, buffer_size=512, learning_rate=3e-3),
+            network_settings=NetworkSettings(hidden_units=32), max_steps=4000, summary_freq=1000,
+        )
+        loop = TrainingLoop(behaviors={"Target": settings}, stepper=InProcessStepper(TargetEnv(seed=0)),
+                            layout=RunLayout(sys.argv[1]))
+        loop.run()
+        assert not any(name == "ghost" or name.startswith("ghost.") for name in sys.modules
+                       if sys.modules[name] is not None)
+        print(loop.trainers["Target"].step, loop.trainers["Target"].stats.latest["Environment/Cumulative Reward"])
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    step, reward = result.stdout.split()
+    assert int(step) >= 4000
+    assert float(reward) > 3.0  # random play earns about 2.5 of 5
+    assert (tmp_path / "Target.pt").is_file() and (tmp_path / "checkpoint.json").is_file()
