@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from envs import matrix_games, soccer, strikers_vs_goalie, tennis
+from envs.behavior_id import BehaviorId
 from envs.scripted import ScriptedPolicy
 from envs.vector_game import VectorGame
-from envs.behavior_id import BehaviorId
 
 BUILTIN_GAMES: dict[str, Callable[..., VectorGame]] = {
     "tennis": tennis.make_env,

@@ -33,8 +33,8 @@ import attrs
 import numpy as np
 from mlagents_envs.base_env import ActionTuple, BaseEnv, BehaviorSpec, DecisionSteps, TerminalSteps
 
-from envs.stepping import AGENT_ID_STRIDE, BehaviorSteps, StepResult, collect_steps
 from envs.behavior_id import BehaviorId
+from envs.stepping import AGENT_ID_STRIDE, BehaviorSteps, StepResult, collect_steps
 
 logger = logging.getLogger(__name__)
 

@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 from mlagents_envs.base_env import ActionTuple, BaseEnv, BehaviorSpec, DecisionSteps, TerminalSteps
 
+from envs.behavior_id import BehaviorId
+from envs.exceptions import EnvironmentWorkerError
 from envs.stepping import BehaviorSteps, EnvStepper, StepResult
 from envs.worker_process import (
     RESET,
@@ -37,8 +39,6 @@ from envs.worker_process import (
     configure_forkserver,
     stop_workers,
 )
-from envs.behavior_id import BehaviorId
-from envs.exceptions import EnvironmentWorkerError
 
 logger = logging.getLogger(__name__)
 

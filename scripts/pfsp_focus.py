@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from envs.games import make_game  # noqa: E402
 from envs.stepping import InProcessStepper  # noqa: E402
 from ghost.config.loader import load_options  # noqa: E402
+from ghost.core.settings import FixedOpponentSettings, SamplingSettings  # noqa: E402
 from ghost.running.session import SelfPlaySession  # noqa: E402
 from trainers.run_layout import RunLayout
-from ghost.core.settings import FixedOpponentSettings, SamplingSettings  # noqa: E402
 
 
 def main() -> None:

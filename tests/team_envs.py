@@ -36,18 +36,18 @@ from mlagents_envs.base_env import (
     TerminalSteps,
 )
 
+from envs.behavior_id import BehaviorId
 from envs.specs import vector_observation_spec
 from envs.stepping import BehaviorSteps
-from envs.behavior_id import BehaviorId
+from ghost.config.settings import BehaviorSettings
 from ghost.core.controller import GhostController
 from ghost.core.self_play import SelfPlayState
-from trainers.run_layout import RunLayout
-from ghost.running.ghost_trainer import GhostTrainer
-from trainers.settings import NetworkSettings
-from ghost.config.settings import BehaviorSettings
 from ghost.core.settings import SelfPlaySettings
+from ghost.running.ghost_trainer import GhostTrainer
 from trainers.base import ActionOutput, ExperienceQueue, PolicyQueue, StepBatch, Trainer
 from trainers.policy import TorchPolicy
+from trainers.run_layout import RunLayout
+from trainers.settings import NetworkSettings
 
 OBS_SIZE = 3
 SPEC = BehaviorSpec([vector_observation_spec(OBS_SIZE)], ActionSpec(0, (3,)))

@@ -10,14 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from ghost.running import cli
 from ghost.config.loader import load_options
-from ghost.exceptions import RunDirectoryError
-from ghost.running import api
-from ghost.running.run_dir import RunDirectory
-from trainers.run_layout import safe_name
 from ghost.config.settings import CheckpointSettings
+from ghost.exceptions import RunDirectoryError
+from ghost.running import api, cli
+from ghost.running.run_dir import RunDirectory
 from tests.conftest import REFERENCE_CONFIGS
+from trainers.run_layout import safe_name
 
 pytestmark = pytest.mark.usefixtures("fake_registry")
 

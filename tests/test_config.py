@@ -9,10 +9,8 @@ import attrs
 import pytest
 
 from envs import settings as env_schema
-from ghost.config import settings as schema
-from ghost.config.settings import default_behavior_settings
-from trainers import settings as trainer_schema
 from envs.behavior_id import BehaviorId
+from ghost.config import settings as schema
 from ghost.config.behavior_matching import match_behaviors
 from ghost.config.loader import (
     apply_overrides,
@@ -21,17 +19,19 @@ from ghost.config.loader import (
     with_deterministic_actions,
     write_options,
 )
+from ghost.config.settings import default_behavior_settings
+from ghost.core.settings import SelfPlaySettings
 from ghost.exceptions import (
     ConfigError,
     EnvironmentSpecError,
     TrainerTypeError,
     UnsupportedFeatureError,
 )
-from trainers.settings import EncoderType, ScheduleType
-from ghost.core.settings import SelfPlaySettings
 from tests.conftest import REFERENCE_CONFIGS
 from tests.fake_envs import spec
+from trainers import settings as trainer_schema
 from trainers.hyperparameters import PPOSettings, SACSettings
+from trainers.settings import EncoderType, ScheduleType
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "config-reference.md"
 

@@ -13,7 +13,6 @@ from mlagents_envs.base_env import ActionTuple
 
 from envs.games import make_game
 from envs.matrix_games import RockPaperScissors
-from ghost.running import cli as learn_cli
 from ghost.evaluation.cli import main
 from ghost.evaluation.head_to_head import (
     EvaluationResult,
@@ -23,8 +22,9 @@ from ghost.evaluation.head_to_head import (
     wilson_interval,
 )
 from ghost.exceptions import CheckpointError, ConfigError, EnvironmentSourceError
-from trainers.settings import NetworkSettings
+from ghost.running import cli as learn_cli
 from trainers.policy import TorchPolicy
+from trainers.settings import NetworkSettings
 
 TINY_RPS = """
 behaviors:

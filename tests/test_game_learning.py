@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ghost.running import cli
 from ghost.evaluation.head_to_head import evaluate
+from ghost.running import cli
 
 pytestmark = pytest.mark.slow
 

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from mlagents_envs.base_env import ActionTuple, BaseEnv
 
+from envs.behavior_id import BehaviorId
 from envs.games import BUILTIN_GAMES, make_game, scripted_levels, scripted_policy
 from envs.matrix_games import BiasedRPS, RockPaperScissors, exploitability
 from envs.scripted import play_matches
 from envs.soccer import SoccerTwos
 from envs.vector_game import VectorGame, mix_seed
-from envs.behavior_id import BehaviorId
 
 GAMES = sorted(BUILTIN_GAMES)
 EXPECTED = {

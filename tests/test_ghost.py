@@ -368,7 +368,9 @@ def test_first_turn_lasts_exactly_team_change_steps(tmp_path):
     while rig.controller.team_changes == 0:
         rig.put(0, decisions=2)
         rig.ghost.advance()
-        apply_team_change(rig.controller, rig)  # the change happens here, as in SelfPlaySession.step_once
+        apply_team_change(
+            rig.controller, rig
+        )  # the change happens here, as in SelfPlaySession.step_once
         steps += 2
         assert steps <= 20
     assert steps == 6

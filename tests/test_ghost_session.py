@@ -19,21 +19,20 @@ import pytest
 import torch
 
 import trainers.checkpoints
-from envs.stepping import InProcessStepper
 from envs.behavior_id import BehaviorId
+from envs.stepping import InProcessStepper
+from ghost.config.settings import BehaviorSettings, RunOptions
+from ghost.core.opponents import LATEST
+from ghost.core.settings import SelfPlaySettings
 from ghost.exceptions import EnvironmentSpecError
 from ghost.running.ghost_trainer import GhostTrainer
-from ghost.core.opponents import LATEST
 from ghost.running.opponent_policy import OpponentPolicy
 from ghost.running.session import SelfPlaySession
-from trainers.run_layout import RunLayout
-from trainers.settings import NetworkSettings
-from ghost.config.settings import BehaviorSettings
-from ghost.config.settings import RunOptions
-from ghost.core.settings import SelfPlaySettings
 from tests.team_envs import TeamArenaEnv
 from trainers.hyperparameters import PPOSettings
 from trainers.policy import load_policy
+from trainers.run_layout import RunLayout
+from trainers.settings import NetworkSettings
 from trainers.stats import CUMULATIVE_REWARD, ELO, EPISODE_LENGTH
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,7 +59,9 @@ def make_session(
     env: TeamArenaEnv, run_path: Path, **behaviors: BehaviorSettings
 ) -> SelfPlaySession:
     return SelfPlaySession(
-        options=RunOptions(behaviors=behaviors), stepper=InProcessStepper(env), layout=RunLayout(run_path)
+        options=RunOptions(behaviors=behaviors),
+        stepper=InProcessStepper(env),
+        layout=RunLayout(run_path),
     )
 
 
@@ -305,7 +306,10 @@ def test_resume_after_kill_restores_self_play_state(tmp_path, monkeypatch):
     saved = torch.load(run_path / entry["file"], map_location="cpu", weights_only=False)
     saved_ghost = saved["ghost"]
     assert killed_at > 160  # the child trained on past its first checkpoint before the kill
-    assert index["run_state"]["controller"]["team_changes"] >= 1 and saved_ghost["next_snapshot_id"] > 3
+    assert (
+        index["run_state"]["controller"]["team_changes"] >= 1
+        and saved_ghost["next_snapshot_id"] > 3
+    )
 
     session = make_session(resume_env(), run_path, Arena=resume_settings())
     ended: list[str] = []
@@ -339,7 +343,9 @@ def test_resume_after_kill_restores_self_play_state(tmp_path, monkeypatch):
         # the counters
         counters = ("ghost_step", "last_save_step", "last_swap_ghost_step", "team_start_step",
                     "swaps")  # fmt: skip
-        assert {c: getattr(trainer.state, c) for c in counters} == {c: saved_ghost[c] for c in counters}
+        assert {c: getattr(trainer.state, c) for c in counters} == {
+            c: saved_ghost[c] for c in counters
+        }
         # the controller
         assert controller.learning_team == index["run_state"]["controller"]["learning_team"]
         assert controller.team_changes == index["run_state"]["controller"]["team_changes"]

@@ -12,9 +12,8 @@ import torch
 import yaml
 
 from envs.games import make_game
-from ghost.running import cli as learn_cli
+from ghost.core.ratings import elo_expected
 from ghost.evaluation.cli import main
-from ghost.exceptions import ConfigError
 from ghost.evaluation.league import (
     FINAL,
     FIXED,
@@ -31,9 +30,10 @@ from ghost.evaluation.league_ratings import (
     fit_elo,
     openskill_ratings,
 )
-from ghost.core.ratings import elo_expected
-from trainers.settings import NetworkSettings
+from ghost.exceptions import ConfigError
+from ghost.running import cli as learn_cli
 from trainers.policy import TorchPolicy
+from trainers.settings import NetworkSettings
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -21,12 +21,11 @@ from mlagents_envs.base_env import (
     ObservationType,
 )
 
-from ghost.running import cli
 from envs.behavior_id import BehaviorId
-from trainers.settings import EncoderType, NetworkSettings
-from trainers.policy import TorchPolicy
-from trainers.policy import load_policy
+from ghost.running import cli
+from trainers.policy import TorchPolicy, load_policy
 from trainers.policy_file import read_policy_weights
+from trainers.settings import EncoderType, NetworkSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,7 +70,10 @@ def test_ctrl_c_writes_a_checkpoint_and_resume_continues(tmp_path):
     index = json.loads((run / "checkpoint.json").read_text())
     saved_step = index["behaviors"]["Target"]["step"]
     assert saved_step >= 1024
-    assert load_policy(run / "Target.pt").act([np.eye(3, dtype=np.float32)]).discrete.shape == (3, 1)
+    assert load_policy(run / "Target.pt").act([np.eye(3, dtype=np.float32)]).discrete.shape == (
+        3,
+        1,
+    )
 
     # resume with a budget just above the saved step: it continues from there, not from zero
     config = _config(tmp_path, saved_step + 300)

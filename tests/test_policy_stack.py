@@ -16,11 +16,11 @@ from mlagents_envs.base_env import (
 
 from envs.specs import vector_observation_spec
 from ghost.core.opponents import FixedOpponent, Opponent
-from ghost.running.opponent_policy import OpponentPolicy
-from trainers.settings import NetworkSettings
 from ghost.core.snapshots import Snapshot
+from ghost.running.opponent_policy import OpponentPolicy
 from trainers.policy import TorchPolicy
 from trainers.policy_stack import PolicyStack, stackable
+from trainers.settings import NetworkSettings
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

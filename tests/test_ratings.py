@@ -166,7 +166,9 @@ def test_elo_ratings_survive_a_state_round_trip(tmp_path):
     assert resumed.ghost.state.rating == first.ghost.state.rating
     play(resumed, 1)
     assert resumed.ghost.state.rating == pytest.approx(straight.ghost.state.rating)
-    assert resumed.ghost.state.window[0].rating == pytest.approx(straight.ghost.state.window[0].rating)
+    assert resumed.ghost.state.window[0].rating == pytest.approx(
+        straight.ghost.state.window[0].rating
+    )
 
 
 # -- three or more teams: OpenSkill ---------------------------------------------------------------
@@ -232,4 +234,6 @@ def test_three_team_ratings_survive_a_state_round_trip(tmp_path):
     assert resumed.ghost.state.rating == first.ghost.state.rating
     win(resumed, 1)
     assert resumed.ghost.state.rating == pytest.approx(straight.ghost.state.rating)
-    assert resumed.ghost.state.window[0].rating == pytest.approx(straight.ghost.state.window[0].rating)
+    assert resumed.ghost.state.window[0].rating == pytest.approx(
+        straight.ghost.state.window[0].rating
+    )

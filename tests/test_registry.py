@@ -8,11 +8,11 @@ from importlib import metadata
 import attrs
 import pytest
 
-from trainers import registry
 from ghost.exceptions import TrainerTypeError
-from trainers.settings import HyperparamSettings
 from tests.conftest import FakeEntryPoint, FakeTrainer, builtin_types
+from trainers import registry
 from trainers.hyperparameters import PPOSettings, SACSettings
+from trainers.settings import HyperparamSettings
 
 
 @attrs.frozen(kw_only=True)

@@ -10,11 +10,11 @@ from PIL import Image
 
 from envs.games import make_game
 from ghost.evaluation.cli import main
-from ghost.exceptions import GhostError, RunDirectoryError
 from ghost.evaluation.replay import HEIGHT, WIDTH, record_match
 from ghost.evaluation.report import ELO_TAG, REWARD_TAG, read_curves, write_report
-from trainers.settings import NetworkSettings
+from ghost.exceptions import GhostError, RunDirectoryError
 from trainers.policy import TorchPolicy
+from trainers.settings import NetworkSettings
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

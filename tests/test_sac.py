@@ -15,7 +15,6 @@ from mlagents_envs.base_env import ActionSpec, ActionTuple, BehaviorSpec
 from envs.specs import vector_observation_spec
 from envs.stepping import InProcessStepper, StepResult
 from ghost.exceptions import ConfigError
-from trainers.settings import NetworkSettings, RewardSignalSettings, TrainerSettings
 from tests.toy_envs import ReachEnv, TargetEnv, _ToyEnv
 from trainers.agent_processor import AgentProcessor
 from trainers.base import ExperienceQueue
@@ -23,6 +22,7 @@ from trainers.buffers import ReplayBuffer
 from trainers.hyperparameters import SACSettings
 from trainers.rollout import Transitions
 from trainers.sac import SACTrainer
+from trainers.settings import NetworkSettings, RewardSignalSettings, TrainerSettings
 
 
 @pytest.fixture(autouse=True)

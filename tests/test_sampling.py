@@ -10,11 +10,8 @@ import torch
 
 from envs.stepping import InProcessStepper
 from ghost.config.loader import options_from_dict
-from ghost.exceptions import ConfigError
 from ghost.core.opponents import FixedOpponent, Opponent
 from ghost.core.sampling import Pool, make_sampler, pfsp_weights, sampler_names
-from ghost.running.session import SelfPlaySession
-from trainers.run_layout import RunLayout
 from ghost.core.settings import (
     FixedOpponentSettings,
     MixtureWeights,
@@ -24,6 +21,9 @@ from ghost.core.settings import (
 )
 from ghost.core.snapshots import Snapshot
 from ghost.core.win_rates import WinRates
+from ghost.exceptions import ConfigError
+from ghost.running.session import SelfPlaySession
+from trainers.run_layout import RunLayout
 
 DRAWS = 20000
 

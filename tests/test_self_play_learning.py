@@ -5,14 +5,13 @@ from __future__ import annotations
 import torch
 
 from envs.stepping import InProcessStepper
-from ghost.running.session import SelfPlaySession
-from trainers.run_layout import RunLayout
-from trainers.settings import NetworkSettings
-from ghost.config.settings import BehaviorSettings
-from ghost.config.settings import RunOptions
+from ghost.config.settings import BehaviorSettings, RunOptions
 from ghost.core.settings import SelfPlaySettings
+from ghost.running.session import SelfPlaySession
 from tests.toy_envs import TwoTeamTargetEnv
 from trainers.hyperparameters import PPOSettings
+from trainers.run_layout import RunLayout
+from trainers.settings import NetworkSettings
 
 MAX_STEPS = 24000
 

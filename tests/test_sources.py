@@ -10,11 +10,11 @@ import pytest
 from mlagents_envs.base_env import BaseEnv
 
 from envs import sources
+from envs.settings import EngineSettings, EnvironmentSettings
 from envs.sources import BuiltinGame, CallableEnv, UnityBuild, resolve_env
 from ghost.config.environment import env_factory_for
-from ghost.exceptions import EnvironmentSourceError
-from envs.settings import EngineSettings, EnvironmentSettings
 from ghost.config.settings import RunOptions
+from ghost.exceptions import EnvironmentSourceError
 from tests.fake_envs import FakeEnv
 
 

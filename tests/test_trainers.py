@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 import torch
 from mlagents_envs.base_env import ActionTuple, DecisionSteps, TerminalSteps
-
-import attrs
 
 from envs.behavior_id import BehaviorId
 from envs.stepping import BehaviorSteps, InProcessStepper
@@ -73,7 +72,9 @@ def _batch(spec, decision=None, terminal=None, actions=None):
     t = terminal or empty_t
     n = len(d)
     output = ActionOutput(
-        actions=ActionTuple(discrete=np.asarray(actions if actions is not None else np.zeros((n, 1)), np.int32)),
+        actions=ActionTuple(
+            discrete=np.asarray(actions if actions is not None else np.zeros((n, 1)), np.int32)
+        ),
         log_probs=np.zeros((n, 1), np.float32),
         continuous_raw=np.zeros((n, 0), np.float32),
     )

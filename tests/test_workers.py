@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from mlagents_envs.base_env import ActionTuple
 
+from envs.behavior_id import BehaviorId
 from envs.stepping import AGENT_ID_STRIDE, ARENA_STRIDE, collect_steps
 from envs.workers import SubprocessStepper
-from envs.behavior_id import BehaviorId
 from ghost.exceptions import EnvironmentWorkerError
 from tests import worker_envs
 from tests.worker_envs import EchoEnv, make_echo_env

@@ -16,8 +16,8 @@ import torch
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
 from torch import nn
 
-from trainers.settings import NetworkSettings
 from trainers.networks import ObservationEncoder, mlp
+from trainers.settings import NetworkSettings
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _MASKED_LOGIT = -1.0e8

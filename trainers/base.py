@@ -42,8 +42,8 @@ import numpy as np
 import torch
 from mlagents_envs.base_env import ActionSpec, ActionTuple, BehaviorSpec
 
-from envs.stepping import BehaviorSteps
 from envs.behavior_id import BehaviorId
+from envs.stepping import BehaviorSteps
 from trainers.settings import TrainerSettings
 from trainers.stats import StatsReporter
 

@@ -74,7 +74,9 @@ class RunCheckpointer:
             if entry is None:
                 logger.warning("No checkpoint for behavior %s; it starts fresh", name)
                 continue
-            state = torch.load(self.layout.root / entry["file"], map_location="cpu", weights_only=False)
+            state = torch.load(
+                self.layout.root / entry["file"], map_location="cpu", weights_only=False
+            )
             trainer.load_state_dict(state)
         logger.info(
             "Resumed from %s",

@@ -11,8 +11,8 @@ from mlagents_envs.base_env import ObservationSpec
 from torch import nn
 
 from trainers.exceptions import UnsupportedFeatureError
-from trainers.settings import SUPPORTED_ENCODERS, EncoderType, NetworkSettings
 from trainers.normalizer import RunningNormalizer
+from trainers.settings import SUPPORTED_ENCODERS, EncoderType, NetworkSettings
 
 #: smallest image side each encoder accepts (its kernels and strides need it)
 MIN_IMAGE_SIDE = {

@@ -8,10 +8,10 @@ import numpy as np
 import torch
 from mlagents_envs.base_env import ActionTuple, BehaviorSpec
 
-from trainers.settings import NetworkSettings
 from trainers.actor import ActionDistribution, Actor
 from trainers.base import ActionOutput, Policy, Weights
 from trainers.policy_file import read_policy_record, write_policy_file
+from trainers.settings import NetworkSettings
 
 
 def to_tensors(obs: list[np.ndarray], device: str = "cpu") -> list[torch.Tensor]:

@@ -20,8 +20,8 @@ from mlagents_envs.base_env import (
     ObservationType,
 )
 
-from trainers.exceptions import CheckpointError
 from trainers.atomic_files import atomic_save
+from trainers.exceptions import CheckpointError
 from trainers.settings import NetworkSettings
 
 FORMAT = "ghost-trainer-policy"

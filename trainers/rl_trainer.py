@@ -14,11 +14,11 @@ import torch
 from mlagents_envs.base_env import BehaviorSpec
 
 from envs.behavior_id import BehaviorId
-from trainers.settings import ScheduleType
 from trainers.base import Policy, Trainer
 from trainers.policy import TorchPolicy
 from trainers.policy_file import policy_record
 from trainers.rollout import TransitionAssembler, Transitions
+from trainers.settings import ScheduleType
 from trainers.stats import CUMULATIVE_REWARD, EPISODE_LENGTH
 
 
@@ -166,4 +166,3 @@ class RLTrainer(Trainer):
         self.rng.bit_generator.state = state["rng"]["numpy"]
         torch.set_rng_state(state["rng"]["torch"])
         self.stats.set_start(self._step)
-

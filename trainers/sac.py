@@ -40,15 +40,15 @@ import torch
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
 from torch import nn
 
-from trainers.exceptions import ConfigError
-from trainers.settings import NetworkSettings
 from trainers.actor import ActionDistribution
 from trainers.buffers import ReplayBatch, ReplayBuffer
+from trainers.exceptions import ConfigError
 from trainers.hyperparameters import SACSettings
 from trainers.networks import ObservationEncoder, mlp
 from trainers.policy import TorchPolicy, to_tensors
 from trainers.rl_trainer import RLTrainer, decayed
 from trainers.rollout import Transitions
+from trainers.settings import NetworkSettings
 
 #: target entropy of a discrete branch, as a fraction of its largest entropy (ML-Agents' value)
 DISCRETE_TARGET_ENTROPY_SCALE = 0.2

@@ -125,7 +125,9 @@ class TrainingLoop:
     def _trainer_for(self, name: str, spec: BehaviorSpec) -> Trainer:
         if name not in self.trainers:
             trainer = self.make_trainer(name, self._settings[name], spec)
-            trainer.stats.listeners.append(lambda summary: self.callbacks.emit("on_summary", summary))
+            trainer.stats.listeners.append(
+                lambda summary: self.callbacks.emit("on_summary", summary)
+            )
             self.trainers[name] = trainer
             self._next_checkpoint[name] = trainer.settings.checkpoint_interval
         return self.trainers[name]

@@ -26,9 +26,9 @@ from importlib import metadata
 import numpy as np
 
 from ghost.core.opponents import Opponent, Pool
-from ghost.exceptions import ConfigError
 from ghost.core.settings import PFSPWeighting, SelfPlaySettings
 from ghost.core.win_rates import WinRates
+from ghost.exceptions import ConfigError
 
 logger = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "ghost.opponent_sampler"

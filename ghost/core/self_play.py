@@ -67,7 +67,10 @@ class SelfPlayState:
 
     def turn_over(self, trainer_step: int, *, still_training: bool) -> bool:
         """Whether the learning team's turn is over (a finished learner hands over at once)."""
-        return trainer_step - self.team_start_step >= self.settings.steps_per_team or not still_training
+        return (
+            trainer_step - self.team_start_step >= self.settings.steps_per_team
+            or not still_training
+        )
 
     def swap_due(self) -> bool:
         return self.ghost_step - self.last_swap_ghost_step >= self.settings.swap_steps
@@ -162,8 +165,13 @@ class SelfPlayState:
         self.swaps = int(state["swaps"])
         self.known_learning_team = state["known_learning_team"]
         snapshots = [
-            Snapshot(snapshot_id=m["snapshot_id"], step=m["step"], rating=m["rating"],
-                     weights=read_weights(Path(m["path"])), path=Path(m["path"]))  # fmt: skip
+            Snapshot(
+                snapshot_id=m["snapshot_id"],
+                step=m["step"],
+                rating=m["rating"],
+                weights=read_weights(Path(m["path"])),
+                path=Path(m["path"]),
+            )  # fmt: skip
             for m in state["window"]
         ]
         self.window.restore(snapshots, int(state["next_snapshot_id"]))

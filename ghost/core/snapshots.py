@@ -9,7 +9,6 @@ from typing import Any
 import attrs
 
 
-
 @attrs.define
 class Snapshot:
     """Frozen weights of the learner, its rating (updated as it plays) and when it was taken."""

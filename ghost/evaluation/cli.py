@@ -220,7 +220,8 @@ def run(args: argparse.Namespace) -> int:
     # imported here, not at the top, so that --help answers without loading torch
     import torch
 
-    from ghost.evaluation import head_to_head as evaluation, matches, report
+    from ghost.evaluation import head_to_head as evaluation
+    from ghost.evaluation import matches, report
 
     # batches of a few dozen observations: extra threads only contend (as in ghost-learn on CPU)
     torch.set_num_threads(1)
@@ -293,7 +294,8 @@ def _evaluate_snapshots(
     text: list[str],
 ) -> Any:
     """``--each-snapshot`` or ``--against snapshots``; returns the opponent for ``--record``."""
-    from ghost.evaluation import head_to_head as evaluation, matches, report
+    from ghost.evaluation import head_to_head as evaluation
+    from ghost.evaluation import matches, report
 
     if run_root is None:
         raise ConfigError(f"{args.policy} is not inside a run folder, which has the snapshots")

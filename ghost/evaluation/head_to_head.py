@@ -21,12 +21,12 @@ import attrs
 import numpy as np
 import torch
 
+from envs.behavior_id import BehaviorId
 from envs.games import BUILTIN_GAMES
 from envs.matrix_games import MatrixGame
-from envs.behavior_id import BehaviorId
-from ghost.exceptions import ConfigError
 from ghost.evaluation.matches import Match, Seat, open_match, opponent_behavior
 from ghost.evaluation.report import SnapshotInfo, run_game, run_snapshots
+from ghost.exceptions import ConfigError
 
 logger = logging.getLogger(__name__)
 

@@ -37,8 +37,6 @@ from envs.games import scripted_levels
 from ghost.config.loader import load_options
 from ghost.evaluation import matches, report
 from ghost.evaluation.head_to_head import evaluate
-from ghost.exceptions import ConfigError, GhostError, RunDirectoryError
-from trainers.run_layout import RunLayout
 from ghost.evaluation.league_ratings import (
     ELO_MEAN,
     EloEstimate,
@@ -48,6 +46,8 @@ from ghost.evaluation.league_ratings import (
     initial_openskill_rating,
     openskill_ratings,
 )
+from ghost.exceptions import ConfigError, GhostError, RunDirectoryError
+from trainers.run_layout import RunLayout
 
 logger = logging.getLogger(__name__)
 

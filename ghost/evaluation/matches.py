@@ -24,12 +24,12 @@ from typing import Any
 import attrs
 import numpy as np
 
+from envs.behavior_id import BehaviorId
 from envs.games import BUILTIN_GAMES, make_game, scripted_levels, scripted_policy
 from envs.matrix_games import MatrixGame
 from envs.vector_game import Role, VectorGame
-from envs.behavior_id import BehaviorId
-from ghost.exceptions import CheckpointError, ConfigError, EnvironmentSourceError
 from ghost.evaluation.report import final_policy_path
+from ghost.exceptions import CheckpointError, ConfigError, EnvironmentSourceError
 from trainers.policy import load_policy
 
 

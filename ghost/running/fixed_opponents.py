@@ -6,9 +6,9 @@ from pathlib import Path
 
 from mlagents_envs.base_env import BehaviorSpec
 
-from ghost.exceptions import CheckpointError, ConfigError
 from ghost.core.opponents import FixedOpponent
 from ghost.core.settings import FixedOpponentSettings, SelfPlaySettings
+from ghost.exceptions import CheckpointError, ConfigError
 
 
 def _spec_shape(spec: BehaviorSpec) -> tuple[object, ...]:

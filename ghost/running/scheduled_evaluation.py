@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 
 from envs.behavior_id import BehaviorId
+from ghost.core.settings import EvaluationSettings
 from ghost.evaluation.head_to_head import evaluate
 from ghost.exceptions import ConfigError
 from ghost.running.ghost_trainer import GhostTrainer
-from ghost.core.settings import EvaluationSettings
 
 logger = logging.getLogger(__name__)
 
