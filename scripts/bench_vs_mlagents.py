@@ -37,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, "scripts")
 from envs.sources import resolve_env
 from ghost.config.loader import load_options
-from ghost.running.learn import make_stepper
+from ghost.running.api import make_stepper
 from ghost.running.session import SelfPlaySession
 from trainers.run_layout import RunLayout
 torch.set_num_threads(1)
@@ -55,7 +55,7 @@ start = time.perf_counter()
 session.run()
 wall = time.perf_counter() - start
 trainer_steps = sum(t.step for t in session.trainers.values())
-agent_steps = trainer_steps + sum(getattr(t, "ghost_step", 0) for t in session.trainers.values())
+agent_steps = trainer_steps + sum(g.state.ghost_step for g in session.ghosts.values())
 print(json.dumps({"peer": "ghost-trainer", "wall_s": round(wall, 2),
                   "agent_steps_per_s": round(agent_steps / wall, 1),
                   "trainer_steps_per_s": round(trainer_steps / wall, 1)}))

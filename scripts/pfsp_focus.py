@@ -52,9 +52,9 @@ def main() -> None:
         )  # fmt: skip
         session.run()
     ghost = session.trainers[name]
-    total = sum(ghost.draw_counts.values())
+    total = sum(ghost.state.draw_counts.values())
     rows = {}
-    for key, count in sorted(ghost.draw_counts.items(), key=lambda item: -item[1]):
+    for key, count in sorted(ghost.state.draw_counts.items(), key=lambda item: -item[1]):
         rows[key] = {"share": round(count / total, 3),
                      "learner_win_rate": round(ghost.win_rates.rate(key, default=float("nan")), 3),
                      "games": ghost.win_rates.games(key)}  # fmt: skip
