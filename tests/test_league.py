@@ -14,15 +14,8 @@ import yaml
 from envs.games import make_game
 from ghost.core.ratings import elo_expected
 from ghost.evaluation.cli import main
-from ghost.evaluation.league import (
-    FINAL,
-    FIXED,
-    SCRIPTED,
-    SNAPSHOT,
-    league_pairs,
-    league_players,
-    play_league,
-)
+from ghost.evaluation.league import league_pairs, play_league
+from ghost.evaluation.league_players import FINAL, FIXED, SCRIPTED, SNAPSHOT, league_players
 from ghost.evaluation.league_ratings import (
     ELO_MEAN,
     PairResult,

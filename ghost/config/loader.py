@@ -1,444 +1,26 @@
-"""Reading a run configuration: ML-Agents trainer YAML into ``ghost.config.settings.RunOptions``.
+"""Reading and writing a run configuration: YAML files, flag overrides, ``configuration.yaml``.
 
-Strict where ML-Agents is lenient: an unknown key anywhere, a value of the wrong type or outside its
-range is a ``ConfigError`` that names the full key path (``behaviors.Tennis.self_play.swap_step``),
-the value, the allowed range or the closest valid key, so a typo never trains with a silent default.
-Valid ML-Agents settings this project does not implement yet raise ``UnsupportedFeatureError``.
-
-ML-Agents semantics kept on purpose:
-
-- ``default_settings`` fills every behavior: the behavior's keys are laid over a copy of it, section
-  by section and key by key (``hyperparameters: {batch_size: 64}`` keeps the other default
-  hyperparameters). One deliberate difference: a behavior with another ``trainer_type`` than
-  ``default_settings`` does not inherit its ``hyperparameters`` (they belong to the other type).
-- ``self_play: {}`` enables self-play with every default; an empty ``self_play:`` (null) leaves it off.
-- Numbers may be written as YAML reads them (``3.0e-4`` and ``5e6`` arrive as strings in YAML 1.1);
-  integers must be whole (``max_steps: 5.0e+7`` is fine, ``2.5`` is not).
-
-All conversion runs through one module-local ``cattrs.Converter``; nothing is registered globally.
+The strict conversion itself (error paths, ML-Agents' ``default_settings`` semantics) lives in
+``ghost.config.structuring``; every function here goes through it.
 """
 
 from __future__ import annotations
 
-import copy
-import difflib
-import enum
-import functools
 import logging
-import math
-import re
 import secrets
-import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import Any
 
 import attrs
-import cattrs
 import yaml
 
 from ghost.config.settings import BehaviorSettings, RunOptions
-from ghost.core.sampling import sampler_names
-from ghost.core.settings import SamplingSettings
-from ghost.exceptions import (
-    ConfigError,
-    TrainerTypeError,
-    UnsupportedFeatureError,
-)
-from trainers import registry
+from ghost.config.structuring import ConfigProblem, converter, fields_of, structure_field
+from ghost.exceptions import ConfigError
 from trainers.atomic_files import atomic_write_text
-from trainers.settings import SUPPORTED_ENCODERS, NetworkSettings
 
 logger = logging.getLogger(__name__)
-
-# Every attrs class gets the strict hook below; forbid_extra_keys keeps cattrs' own generated
-# hooks strict too, should one ever be reached.
-_converter = cattrs.Converter(forbid_extra_keys=True)
-
-_NO_VALUE = object()
-_UNSUPPORTED_REWARD_SIGNALS = ("curiosity", "gail", "rnd")
-
-
-class _Problem(Exception):
-    """A mistake found while structuring; each enclosing level prepends its key to ``path``."""
-
-    def __init__(
-        self,
-        reason: str,
-        *,
-        value: Any = _NO_VALUE,
-        kind: type[ConfigError] = ConfigError,
-    ) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.value = value
-        self.kind = kind
-        self.path: tuple[str, ...] = ()
-
-    def below(self, key: Any) -> _Problem:
-        self.path = (f"[{key}]" if isinstance(key, int) else str(key), *self.path)
-        return self
-
-    def to_error(self, prefix: tuple[str, ...] = ()) -> ConfigError:
-        where = ".".join((*prefix, *self.path)).replace(".[", "[") or "configuration"
-        shown = "" if self.value is _NO_VALUE else f" = {_short(self.value)}"
-        return self.kind(f"{where}{shown}: {self.reason}")
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-# -- leaf values -------------------------------------------------------------------------------
-def _as_number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        number = float(value)
-    elif isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            return None
-    else:
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _structure_int(value: Any, cl: type) -> Any:
-    if issubclass(cl, enum.Enum):  # an IntEnum reaches the int hook first
-        return _structure_enum(value, cl)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    number = _as_number(value)
-    if number is None or not number.is_integer():
-        raise _Problem("expected a whole number", value=value)
-    return int(number)
-
-
-def _structure_float(value: Any, _: type) -> float:
-    number = _as_number(value)
-    if number is None:
-        raise _Problem("expected a number", value=value)
-    return number
-
-
-def _structure_bool(value: Any, _: type) -> bool:
-    if not isinstance(value, bool):
-        raise _Problem("expected true or false", value=value)
-    return value
-
-
-def _structure_str(value: Any, cl: type) -> Any:
-    if issubclass(cl, enum.Enum):  # a str-valued enum reaches the str hook first
-        return _structure_enum(value, cl)
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)
-    raise _Problem("expected a string", value=value)
-
-
-def _structure_enum(value: Any, cl: type[enum.Enum]) -> enum.Enum:
-    candidates = [value, value.strip().lower()] if isinstance(value, str) else [value]
-    for candidate in candidates:
-        try:
-            return cl(candidate)
-        except ValueError:
-            pass
-    allowed = ", ".join(str(member.value) for member in cl)
-    raise _Problem(f"expected one of {allowed}", value=value)
-
-
-def _structure_dict(value: Any, cl: Any) -> dict[str, Any]:
-    if not isinstance(value, Mapping):
-        raise _Problem("expected a mapping (key: value lines)", value=value)
-    _, value_type = get_args(cl) or (str, Any)
-    result = {}
-    for key, item in value.items():
-        if not isinstance(key, str):
-            raise _Problem("keys here must be names (strings)", value=key)
-        try:
-            result[key] = _converter.structure(item, value_type)
-        except _Problem as problem:
-            raise problem.below(key) from None
-    return result
-
-
-def _structure_list(value: Any, cl: Any) -> list[Any]:
-    (item_type,) = get_args(cl) or (Any,)
-    if isinstance(value, str) and item_type is str:
-        return shlex.split(value)
-    if not isinstance(value, list | tuple):
-        raise _Problem("expected a list", value=value)
-    result = []
-    for index, item in enumerate(value):
-        try:
-            result.append(_converter.structure(item, item_type))
-        except _Problem as problem:
-            raise problem.below(index) from None
-    return result
-
-
-# -- attrs classes -----------------------------------------------------------------------------
-@functools.cache
-def _fields(cl: Any) -> dict[str, attrs.Attribute]:
-    attrs.resolve_types(cl)
-    return attrs.fields_dict(cl)
-
-
-def _as_mapping(value: Any, cl: type) -> Mapping[str, Any]:
-    if value is None:  # an empty section (``network_settings:``) means "all defaults"
-        return {}
-    if not isinstance(value, Mapping):
-        raise _Problem(
-            f"expected a section of {cl.__name__} keys ({', '.join(_fields(cl))})", value=value
-        )
-    return value
-
-
-def _unknown_key(key: Any, value: Any, valid: Iterable[str]) -> _Problem:
-    valid = list(valid)
-    close = difflib.get_close_matches(str(key), valid, n=1, cutoff=0.5)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    return _Problem(f"unknown key; {hint}valid keys here: {', '.join(valid)}", value=value).below(
-        key
-    )
-
-
-def _reject_unknown(value: Mapping[str, Any], cl: type) -> None:
-    fields = _fields(cl)
-    for key, item in value.items():
-        if key not in fields:
-            raise _unknown_key(key, item, fields)
-
-
-def _reason(error: Exception, name: str, value: Any) -> str:
-    """A validator's message without the key name and value the error line shows anyway."""
-    text = str(error)
-    for prefix in (f"{name} ", f"'{name}' "):
-        if text.startswith(prefix):
-            text = text[len(prefix) :]
-    text = re.sub(r"\s*\(got .*\)$", "", text)
-    suffix = f": {value!r}"
-    return text[: -len(suffix)] if text.endswith(suffix) else text
-
-
-def _structure_field(value: Any, field: attrs.Attribute, field_type: Any = None) -> Any:
-    """One field's value, converted and checked by the field's validator (path not included)."""
-    target: Any = field.type if field_type is None else field_type
-    result = _converter.structure(value, target)
-    if field.validator is not None:
-        try:
-            # Our validators look only at the value; a plugin's cross-field checks run in __init__.
-            field.validator(None, field, result)
-        except (ValueError, TypeError) as error:
-            raise _Problem(_reason(error, field.name, result), value=value) from None
-    return result
-
-
-def _structure_fields(
-    value: Mapping[str, Any], cl: type, field_types: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    _reject_unknown(value, cl)
-    fields = _fields(cl)
-    field_types = field_types or {}
-    kwargs = {}
-    for key, item in value.items():
-        try:
-            kwargs[key] = _structure_field(item, fields[key], field_types.get(key))
-        except _Problem as problem:
-            raise problem.below(key) from None
-    return kwargs
-
-
-def _construct(cl: type, kwargs: dict[str, Any]) -> Any:
-    try:
-        return cl(**kwargs)
-    except (ValueError, TypeError) as error:
-        raise _Problem(str(error)) from None
-
-
-def _structure_attrs(value: Any, cl: type) -> Any:
-    value = _as_mapping(value, cl)
-    result = _construct(cl, _structure_fields(value, cl))
-    if isinstance(result, NetworkSettings):
-        _check_network(result)
-    if isinstance(result, SamplingSettings):
-        _check_sampling(result)
-    return result
-
-
-def _check_sampling(sampling: SamplingSettings) -> None:
-    if sampling.strategy not in sampler_names():
-        raise _Problem(
-            f"unknown opponent sampling strategy; valid strategies: {', '.join(sampler_names())}",
-            value=sampling.strategy,
-        ).below("strategy")
-
-
-def _check_network(network: NetworkSettings) -> None:
-    if network.memory is not None:
-        raise _Problem(
-            "recurrent networks (memory) are not supported yet; remove the memory section",
-            kind=UnsupportedFeatureError,
-        ).below("memory")
-    if network.vis_encode_type not in SUPPORTED_ENCODERS:
-        supported = ", ".join(encoder.value for encoder in SUPPORTED_ENCODERS)
-        raise _Problem(
-            f"this encoder is not supported yet; use one of {supported}",
-            value=network.vis_encode_type.value,
-            kind=UnsupportedFeatureError,
-        ).below("vis_encode_type")
-
-
-def _check_reward_signal_names(signals: Any) -> None:
-    if not isinstance(signals, Mapping):
-        return  # the dict hook reports the wrong type
-    for name, item in signals.items():
-        if name in _UNSUPPORTED_REWARD_SIGNALS:
-            raise (
-                _Problem(
-                    f"the {name} reward signal is not supported yet, only extrinsic is; "
-                    "remove this signal",
-                    kind=UnsupportedFeatureError,
-                )
-                .below(name)
-                .below("reward_signals")
-            )
-        if name != "extrinsic":
-            raise _unknown_key(name, item, ["extrinsic"]).below("reward_signals")
-
-
-def _structure_trainer_settings(value: Any, _: type) -> BehaviorSettings:
-    value = _as_mapping(value, BehaviorSettings)
-    _reject_unknown(value, BehaviorSettings)
-    fields = _fields(BehaviorSettings)
-    trainer_type = "ppo"
-    if "trainer_type" in value:
-        try:
-            trainer_type = _structure_field(value["trainer_type"], fields["trainer_type"])
-        except _Problem as problem:
-            raise problem.below("trainer_type") from None
-    try:
-        hyperparameters = registry.hyperparameter_class(trainer_type)
-    except TrainerTypeError as error:
-        raise _Problem(str(error), value=trainer_type, kind=TrainerTypeError).below(
-            "trainer_type"
-        ) from None
-    _check_reward_signal_names(value.get("reward_signals"))
-    kwargs = _structure_fields(value, BehaviorSettings, {"hyperparameters": hyperparameters})
-    kwargs.setdefault("hyperparameters", hyperparameters())
-    if kwargs.get("behavioral_cloning") is not None:
-        raise _Problem(
-            "imitation from demonstrations is not supported yet; remove the section",
-            kind=UnsupportedFeatureError,
-        ).below("behavioral_cloning")
-    settings = _construct(BehaviorSettings, kwargs)
-    if "extrinsic" not in settings.reward_signals:
-        raise _Problem(
-            "the extrinsic reward signal is required; add `extrinsic: {}`",
-            value=dict(value.get("reward_signals") or {}),
-        ).below("reward_signals")
-    return settings
-
-
-# -- the whole file ----------------------------------------------------------------------------
-def _deep_update(target: dict[str, Any], update: Mapping[str, Any]) -> None:
-    for key, item in update.items():
-        if isinstance(target.get(key), Mapping) and isinstance(item, Mapping):
-            target[key] = dict(target[key])
-            _deep_update(target[key], item)
-        else:
-            target[key] = copy.deepcopy(item)
-
-
-def _with_defaults(name: str, behavior: Any, defaults: Any) -> Any:
-    """``behavior``'s raw section laid over ``default_settings``' raw section."""
-    if behavior is not None and not isinstance(behavior, Mapping):
-        return behavior  # structuring reports it
-    behavior = behavior or {}
-    defaults = defaults if isinstance(defaults, Mapping) else {}
-    if "self_play" in behavior and behavior["self_play"] is None and not defaults.get("self_play"):
-        logger.warning(
-            "behaviors.%s.self_play is empty, so self-play stays OFF; "
-            "write `self_play: {}` to turn it on with the defaults",
-            name,
-        )
-    merged = copy.deepcopy(dict(defaults))
-    if behavior.get("trainer_type", merged.get("trainer_type", "ppo")) != merged.get(
-        "trainer_type", "ppo"
-    ):
-        merged.pop("hyperparameters", None)
-    _deep_update(merged, behavior)
-    return merged
-
-
-def _check_environment_parameters(params: Any) -> None:
-    if not isinstance(params, Mapping):
-        return
-    for name, item in params.items():
-        if isinstance(item, Mapping) and item.keys() & {"curriculum", "sampler_type"}:
-            raise (
-                _Problem(
-                    "curricula and samplers are not supported yet; give a plain number",
-                    kind=UnsupportedFeatureError,
-                )
-                .below(name)
-                .below("environment_parameters")
-            )
-
-
-def _structure_run_options(value: Any, _: type) -> RunOptions:
-    value = dict(_as_mapping(value, RunOptions))
-    _reject_unknown(value, RunOptions)
-    fields = _fields(RunOptions)
-    raw_defaults = value.pop("default_settings", None)
-    try:
-        default_settings = _structure_field(raw_defaults, fields["default_settings"])
-    except _Problem as problem:
-        raise problem.below("default_settings") from None
-    behaviors = value.get("behaviors")
-    if isinstance(behaviors, Mapping):
-        value["behaviors"] = {
-            name: _with_defaults(name, section, raw_defaults) for name, section in behaviors.items()
-        }
-    elif behaviors is None:
-        value["behaviors"] = {}
-    _check_environment_parameters(value.get("environment_parameters"))
-    kwargs = _structure_fields(
-        value, RunOptions, {"environment_parameters": dict[str, float] | None}
-    )
-    return _construct(RunOptions, {**kwargs, "default_settings": default_settings})
-
-
-def _is_generic(origin: type) -> Any:
-    return lambda cl: get_origin(cl) is origin or cl is origin
-
-
-def _unstructure_attrs(obj: Any) -> dict[str, Any]:
-    # The runtime class, not the declared one: ``hyperparameters`` holds a subclass.
-    return {f.name: _unstructure_value(getattr(obj, f.name)) for f in attrs.fields(type(obj))}
-
-
-def _unstructure_value(value: Any) -> Any:
-    # cattrs dispatches str-valued enums to its identity hook for str (their first base).
-    return value.value if isinstance(value, enum.Enum) else _converter.unstructure(value)
-
-
-# cattrs looks these up by class (singledispatch) before any predicate below.
-_converter.register_structure_hook(int, _structure_int)
-_converter.register_structure_hook(float, _structure_float)
-_converter.register_structure_hook(bool, _structure_bool)
-_converter.register_structure_hook(str, _structure_str)
-_converter.register_structure_hook(enum.Enum, _structure_enum)
-_converter.register_structure_hook_func(_is_generic(dict), _structure_dict)
-_converter.register_structure_hook_func(_is_generic(list), _structure_list)
-_converter.register_structure_hook_func(attrs.has, _structure_attrs)
-_converter.register_structure_hook(BehaviorSettings, _structure_trainer_settings)
-_converter.register_structure_hook(RunOptions, _structure_run_options)
-_converter.register_unstructure_hook_func(attrs.has, _unstructure_attrs)
 
 
 # -- public API --------------------------------------------------------------------------------
@@ -451,8 +33,8 @@ def options_from_dict(raw: Mapping[str, Any] | None) -> RunOptions:
             ``TrainerTypeError`` are ConfigErrors too.
     """
     try:
-        return _converter.structure(raw if raw is not None else {}, RunOptions)
-    except _Problem as problem:
+        return converter.structure(raw if raw is not None else {}, RunOptions)
+    except ConfigProblem as problem:
         raise problem.to_error() from None
 
 
@@ -509,12 +91,12 @@ def apply_overrides(
     for key, value in overrides.items():
         section, _, name = key.rpartition(".")
         holder: Any = getattr(options, section) if section else options
-        field = _fields(holder.__class__).get(name)
+        field = fields_of(holder.__class__).get(name)
         if field is None:
             raise ConfigError(f"{key}: not a configuration key that can be overridden")
         try:
-            new_value = _structure_field(value, field)
-        except _Problem as problem:
+            new_value = structure_field(value, field)
+        except ConfigProblem as problem:
             raise problem.to_error(prefix=(labels.get(key, key),)) from None
         change: dict[str, Any] = {name: new_value}
         if section:
@@ -541,7 +123,7 @@ def with_deterministic_actions(options: RunOptions) -> RunOptions:
 
 def options_to_dict(options: RunOptions) -> dict[str, Any]:
     """Plain data (dicts, lists, numbers, strings) that ``options_from_dict`` turns back into it."""
-    return _converter.unstructure(options)
+    return converter.unstructure(options)
 
 
 def dump_options(options: RunOptions) -> str:

@@ -23,7 +23,6 @@ Bradley-Terry maximum-likelihood fit to all games at once (with a 95% interval),
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import math
 from collections.abc import Callable, Sequence
@@ -33,10 +32,12 @@ from typing import Any
 import attrs
 import numpy as np
 
-from envs.games import scripted_levels
-from ghost.config.loader import load_options
 from ghost.evaluation import matches, report
 from ghost.evaluation.head_to_head import evaluate
+from ghost.evaluation.league_players import (
+    LeaguePlayer,
+    league_players,
+)
 from ghost.evaluation.league_ratings import (
     ELO_MEAN,
     EloEstimate,
@@ -46,42 +47,12 @@ from ghost.evaluation.league_ratings import (
     initial_openskill_rating,
     openskill_ratings,
 )
-from ghost.exceptions import ConfigError, GhostError, RunDirectoryError
-from trainers.run_layout import RunLayout
+from ghost.exceptions import ConfigError
 
 logger = logging.getLogger(__name__)
 
-SNAPSHOT, FINAL, FIXED, SCRIPTED = "snapshot", "final", "fixed", "scripted"
 #: the score matrix is printed for leagues up to this many players
 MATRIX_MAX_PLAYERS = 12
-
-
-# -- players ---------------------------------------------------------------------------------------
-@attrs.frozen(kw_only=True)
-class LeaguePlayer:
-    """One player: a policy file or a scripted level, playing ``behavior``'s side."""
-
-    name: str
-    kind: str
-    behavior: str
-    path: Path | None = None
-    level: str | None = None
-    step: int | None = None
-    #: a snapshot's rating in training (from the run's latest checkpoint), for comparison
-    training_rating: float | None = None
-
-    @property
-    def target(self) -> Path | str:
-        """What ``ghost.evaluation.evaluate`` is given for this player."""
-        if self.path is not None:
-            return self.path
-        assert self.level is not None
-        return self.level
-
-    @property
-    def source(self) -> str:
-        """The policy file, or ``<level> (scripted)``."""
-        return str(self.path) if self.path is not None else f"{self.level} (scripted)"
 
 
 # -- the table -----------------------------------------------------------------------------------
@@ -230,142 +201,6 @@ def build_table(
         rows=tuple(rows),
         results=tuple(results),
     )
-
-
-# -- the players of a run ------------------------------------------------------------------------
-def _checkpoint_steps(run_dir: Path) -> dict[str, int]:
-    """Behavior name → step of the run's latest checkpoint (empty without one)."""
-    try:
-        index = json.loads(RunLayout(run_dir).checkpoint_index_path.read_text(encoding="utf-8"))
-        return {name: int(entry["step"]) for name, entry in index["behaviors"].items()}
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        logger.info("no checkpoint steps in %s: %s", run_dir, error)
-        return {}
-
-
-def _fixed_entries(run_dir: Path, behavior: str) -> list[Any]:
-    """``self_play.fixed_opponents`` of ``behavior`` in the run's configuration.yaml."""
-    try:
-        options = load_options(RunLayout(run_dir).configuration_path)
-    except GhostError as error:
-        logger.warning("leaving out the fixed opponents of %s: %s", run_dir, error)
-        return []
-    self_play = options.settings_for(behavior).self_play
-    return list(self_play.fixed_opponents) if self_play is not None else []
-
-
-def _fixed_player(entry: Any, *, game: str, behavior: str) -> LeaguePlayer | None:
-    """The player of one ``fixed_opponents`` entry, or ``None`` (with a warning) when it cannot
-    play: a level of another game, a missing policy file."""
-    if entry.scripted is not None:
-        named_game, _, level = entry.scripted.rpartition(":")
-        if (named_game and named_game != game) or level not in scripted_levels(game):
-            logger.warning(
-                "leaving out fixed opponent %r: %r is not a scripted level of %s",
-                entry.name,
-                entry.scripted,
-                game,
-            )
-            return None
-        return LeaguePlayer(name=entry.name, kind=FIXED, behavior=behavior, level=level)
-    path = Path(entry.policy)
-    if not path.is_file():
-        logger.warning(
-            "leaving out fixed opponent %r: its policy file %s does not exist (relative paths "
-            "are read from the current folder, as in training)",
-            entry.name,
-            path,
-        )
-        return None
-    return LeaguePlayer(name=entry.name, kind=FIXED, behavior=behavior, path=path)
-
-
-def league_players(
-    run_dir: str | Path, *, game: str, include_levels: Sequence[str] = ()
-) -> tuple[list[LeaguePlayer], bool]:
-    """The players of a run's league and whether ``game`` is symmetric (one behavior).
-
-    Per behavior of the game: the run's snapshots (oldest first), its final policy, its fixed
-    opponents, then ``include_levels`` (a level already among the fixed opponents is not added
-    twice). In an asymmetric game names start with the behavior (``Goalie/snapshot-3``).
-
-    :raises RunDirectoryError: ``run_dir`` is not a folder.
-    :raises ConfigError: an unknown level in ``include_levels``.
-    """
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise RunDirectoryError(f"run folder {run_dir} does not exist; pass results/<run-id>")
-    levels = scripted_levels(game)
-    unknown = [level for level in include_levels if level not in levels]
-    if unknown:
-        raise ConfigError(
-            f"--include-levels: {', '.join(map(repr, unknown))} not a scripted level of {game}; "
-            f"choose from {', '.join(levels)}"
-        )
-    behaviors = list(
-        dict.fromkeys([matches.policy_behavior(game, None), matches.opponent_behavior(game, None)])
-    )
-    symmetric = len(behaviors) == 1
-    steps = _checkpoint_steps(run_dir)
-    players: list[LeaguePlayer] = []
-    taken: set[str] = set()
-
-    def named(name: str, behavior: str, kind: str) -> str:
-        label = name if symmetric else f"{behavior}/{name}"
-        if label in taken:
-            label = f"{label} ({kind})"
-        while label in taken:
-            label += "'"
-        taken.add(label)
-        return label
-
-    for behavior in behaviors:
-        try:
-            snapshots = report.run_snapshots(run_dir, behavior)
-        except RunDirectoryError as error:
-            logger.info("%s", error)
-            snapshots = []
-        for snapshot in snapshots:
-            players.append(
-                LeaguePlayer(
-                    name=named(f"snapshot-{snapshot.snapshot_id}", behavior, SNAPSHOT),
-                    kind=SNAPSHOT,
-                    behavior=behavior,
-                    path=snapshot.path,
-                    step=snapshot.step,
-                    training_rating=snapshot.rating,
-                )
-            )
-        final = report.final_policy_path(run_dir, behavior)
-        if final.is_file():
-            players.append(
-                LeaguePlayer(
-                    name=named("final", behavior, FINAL),
-                    kind=FINAL,
-                    behavior=behavior,
-                    path=final,
-                    step=steps.get(behavior),
-                )
-            )
-        fixed_levels = set()
-        for entry in _fixed_entries(run_dir, behavior):
-            player = _fixed_player(entry, game=game, behavior=behavior)
-            if player is not None:
-                players.append(attrs.evolve(player, name=named(entry.name, behavior, FIXED)))
-                fixed_levels.add(player.level)
-        for level in dict.fromkeys(include_levels):
-            if level in fixed_levels:
-                logger.info("level %s is already a fixed opponent of %s", level, behavior)
-                continue
-            players.append(
-                LeaguePlayer(
-                    name=named(level, behavior, SCRIPTED),
-                    kind=SCRIPTED,
-                    behavior=behavior,
-                    level=level,
-                )
-            )
-    return players, symmetric
 
 
 def league_pairs(
