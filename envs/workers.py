@@ -10,6 +10,9 @@ A worker whose environment raises, or whose process dies, is logged with its tra
 a fresh process (same worker id, new seed) and reset. Its agents are missing from the output of the
 step that failed and come back, with the reset observations, in the output of the next ``step``.
 Restarts are limited per worker as in ML-Agents' ``env_settings`` (``-1`` = unlimited).
+
+Size: ~440 lines: the parent side of the worker protocol with its restart rules; the worker
+side is ``envs.worker_process``.
 """
 
 from __future__ import annotations

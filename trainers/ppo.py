@@ -6,6 +6,9 @@ normalized over the buffer, then ``num_epoch`` shuffled passes of ``batch_size``
 ``policy_loss + 0.5 * value_loss - beta * entropy`` (clipped surrogate and clipped value loss).
 ``learning_rate``, ``beta`` and ``epsilon`` decay linearly to 1e-10, 1e-5 and 0.1 over ``max_steps``
 when their schedule is ``linear``.
+
+Size: ``_optimize`` (67 lines) is the PPO update as the paper writes it (epochs × minibatches,
+clipped surrogate, value loss, entropy), kept in one piece on purpose.
 """
 
 from __future__ import annotations

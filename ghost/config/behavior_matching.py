@@ -1,4 +1,7 @@
-"""Matching an environment's behaviors to the configuration, before anything trains."""
+"""Matching an environment's behaviors to the configuration, before anything trains.
+
+Size: ``match_behaviors`` (76 lines) is a sequence of checks, each with its own error message.
+"""
 
 from __future__ import annotations
 

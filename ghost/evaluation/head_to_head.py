@@ -7,6 +7,9 @@ and left out of wins, draws and losses.
 
 Each arena plays a fixed share of the episodes, so short episodes (quick losses, say) are not
 over-represented the way stopping at the first ``episodes`` ended ones would make them.
+
+Size: ~420 lines; ``evaluate`` (77 lines) checks its arguments, plays and assembles the
+result with exploitability for matrix games, in one place the README documents.
 """
 
 from __future__ import annotations

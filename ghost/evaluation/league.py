@@ -18,6 +18,8 @@ Vocabulary:
 Every player is rated twice from the same results, by ``ghost.league_ratings``: Elo from a
 Bradley-Terry maximum-likelihood fit to all games at once (with a 95% interval), and OpenSkill
 (Plackett-Luce) over the games in a seeded shuffled order.
+
+Size: ``play_league`` (75 lines) is the round-robin loop with its progress reporting.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""The players of a run's league: its snapshots, final policies, fixed opponents and levels."""
+"""The players of a run's league: its snapshots, final policies, fixed opponents and levels.
+
+Size: ``league_players`` (86 lines) lists the player kinds in the order the table shows them;
+each kind is a few lines.
+"""
 
 from __future__ import annotations
 
