@@ -27,7 +27,7 @@ import torch
 from envs.behavior_id import BehaviorId
 from envs.games import BUILTIN_GAMES
 from envs.matrix_games import MatrixGame
-from ghost.evaluation.matches import Match, Seat, open_match, opponent_behavior
+from ghost.evaluation.matches import Match, MatchSetup, Seat, open_match, opponent_behavior
 from ghost.evaluation.report import SnapshotInfo, run_game, run_snapshots
 from ghost.exceptions import ConfigError
 
@@ -214,14 +214,11 @@ def evaluate(
         raise ConfigError(f"episodes must be >= 1 (got {episodes})")
     arenas = min(episodes, 32) if num_arenas is None else num_arenas
     match = open_match(
-        game=game,
-        policy=policy,
-        opponent=opponent,
-        side=side,
-        seed=seed,
-        num_arenas=arenas,
-        deterministic=deterministic,
-        opponent_deterministic=opponent_deterministic,
+        MatchSetup(
+            game=game, policy=policy, opponent=opponent, side=side, seed=seed,
+            num_arenas=arenas, deterministic=deterministic,
+            opponent_deterministic=opponent_deterministic,
+        )  # fmt: skip
     )
     try:
         counts = _play(match, episodes=episodes, seed=seed)

@@ -237,19 +237,37 @@ class Match:
         self.env.close()
 
 
-def open_match(
-    *,
-    game: str,
-    policy: Any,
-    opponent: Any,
-    side: str | None = None,
-    seed: int = 0,
-    num_arenas: int = 1,
-    deterministic: bool = False,
-    opponent_deterministic: bool = False,
-) -> Match:
-    """Create ``game`` with ``num_arenas`` arenas and seat ``policy`` on ``side``, ``opponent`` on
-    the other behaviors (see the module docstring for what each may be)."""
+@attrs.frozen(kw_only=True)
+class MatchSetup:
+    """Who plays whom in a built-in game: what every evaluation, replay and league game opens.
+
+    Attributes:
+        game: a built-in game name.
+        policy, opponent: players (see the module docstring).
+        side: the behavior ``policy`` plays (default: team 0's).
+        seed: seeds the game and scripted players (-1: unseeded).
+        num_arenas: matches played at once.
+        deterministic, opponent_deterministic: take the most likely action instead of sampling.
+    """
+
+    game: str
+    policy: Any
+    opponent: Any
+    side: str | None = None
+    seed: int = 0
+    num_arenas: int = 1
+    deterministic: bool = False
+    opponent_deterministic: bool = False
+
+
+def open_match(setup: MatchSetup) -> Match:
+    """Create ``setup.game`` with ``num_arenas`` arenas and seat ``policy`` on ``side``,
+    ``opponent`` on the other behaviors (see the module docstring for what each may be)."""
+    game, policy, opponent, side, seed = (
+        setup.game, setup.policy, setup.opponent, setup.side, setup.seed
+    )  # fmt: skip
+    num_arenas, deterministic = setup.num_arenas, setup.deterministic
+    opponent_deterministic = setup.opponent_deterministic
     check_game(game)
     if num_arenas < 1:
         raise ConfigError(f"num_arenas must be >= 1 (got {num_arenas})")

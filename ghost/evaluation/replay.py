@@ -29,7 +29,7 @@ import torch
 from PIL import Image, ImageDraw, ImageFont
 
 from envs.matrix_games import MatrixGame
-from ghost.evaluation.matches import open_match
+from ghost.evaluation.matches import MatchSetup, open_match
 
 logger = logging.getLogger(__name__)
 
@@ -284,13 +284,10 @@ def record_match(
     :returns: the ``Replay`` written to ``path``.
     """
     match = open_match(
-        game=game,
-        policy=policy,
-        opponent=opponent,
-        side=side,
-        seed=seed,
-        num_arenas=1,
-        deterministic=deterministic,
+        MatchSetup(
+            game=game, policy=policy, opponent=opponent, side=side, seed=seed,
+            deterministic=deterministic,
+        )  # fmt: skip
     )
     matrix = isinstance(match.env, MatrixGame)
     wanted = episodes if episodes is not None else (20 if matrix else 3)
