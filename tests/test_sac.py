@@ -21,8 +21,10 @@ from trainers.base import ExperienceQueue
 from trainers.buffers import ReplayBuffer
 from trainers.hyperparameters import SACSettings
 from trainers.rollout import Transitions
+from trainers.run_layout import RunLayout
 from trainers.sac import SACTrainer
 from trainers.settings import NetworkSettings, RewardSignalSettings, TrainerSettings
+from trainers.training_loop import TrainingLoop
 
 
 @pytest.fixture(autouse=True)
@@ -30,7 +32,7 @@ def one_thread():
     torch.set_num_threads(1)
 
 
-# -- a small driver (the session loop without checkpoints, ghosts or summaries) -----------------
+# -- a step-level driver for exact tests (learning runs use trainers.training_loop) ------------
 def _trainer(
     hp: SACSettings,
     max_steps: int,
@@ -77,10 +79,15 @@ def _run(
 
 
 def _train(env, hp: SACSettings, max_steps: int, path: Path, **kwargs) -> SACTrainer:
-    trainer = _trainer(hp, max_steps, path, **kwargs)
-    stepper = InProcessStepper(env)
-    _run(trainer, stepper, _connect(trainer, stepper), stepper.reset())
-    trainer.close()
+    """Train through the trainer stack's own loop (no ghosts)."""
+    settings = _trainer(hp, max_steps, path, **kwargs).settings
+    loop = TrainingLoop(
+        behaviors={env.name: settings}, stepper=InProcessStepper(env), layout=RunLayout(path),
+        seed=kwargs.get("seed", 0),
+    )  # fmt: skip
+    loop.run()
+    trainer = loop.trainers[env.name]
+    assert isinstance(trainer, SACTrainer)
     return trainer
 
 
