@@ -13,7 +13,7 @@
         <Behavior>.pt               the final policy of each behavior
 
 Behavior names may hold characters a file name cannot (``/``, ``:``...); those become ``_``.
-Nothing here touches the disk: writers create the folders they write into.
+Nothing here writes: writers create the folders they write into.
 """
 
 from __future__ import annotations
