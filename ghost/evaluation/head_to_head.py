@@ -215,8 +215,13 @@ def evaluate(
     arenas = min(episodes, 32) if num_arenas is None else num_arenas
     match = open_match(
         MatchSetup(
-            game=game, policy=policy, opponent=opponent, side=side, seed=seed,
-            num_arenas=arenas, deterministic=deterministic,
+            game=game,
+            policy=policy,
+            opponent=opponent,
+            side=side,
+            seed=seed,
+            num_arenas=arenas,
+            deterministic=deterministic,
             opponent_deterministic=opponent_deterministic,
         )  # fmt: skip
     )

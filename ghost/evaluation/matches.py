@@ -263,31 +263,27 @@ class MatchSetup:
 def open_match(setup: MatchSetup) -> Match:
     """Create ``setup.game`` with ``num_arenas`` arenas and seat ``policy`` on ``side``,
     ``opponent`` on the other behaviors (see the module docstring for what each may be)."""
-    game, policy, opponent, side, seed = (
-        setup.game, setup.policy, setup.opponent, setup.side, setup.seed
-    )  # fmt: skip
-    num_arenas, deterministic = setup.num_arenas, setup.deterministic
-    opponent_deterministic = setup.opponent_deterministic
+    game, seed = setup.game, setup.seed
     check_game(game)
-    if num_arenas < 1:
-        raise ConfigError(f"num_arenas must be >= 1 (got {num_arenas})")
-    env = make_game(game, seed=seed, num_arenas=num_arenas)
+    if setup.num_arenas < 1:
+        raise ConfigError(f"num_arenas must be >= 1 (got {setup.num_arenas})")
+    env = make_game(game, seed=seed, num_arenas=setup.num_arenas)
     try:
-        mine, theirs = split_sides(game, env.ROLES, side)
+        mine, theirs = split_sides(game, env.ROLES, setup.side)
         policy_label, policy_actors = resolve_player(
-            policy, game=game, roles=mine, seed=seed, what="policy"
+            setup.policy, game=game, roles=mine, seed=seed, what="policy"
         )
         opponent_label, opponent_actors = resolve_player(
-            opponent, game=game, roles=theirs, seed=seed, what="opponent"
+            setup.opponent, game=game, roles=theirs, seed=seed, what="opponent"
         )
     except BaseException:
         env.close()
         raise
     seats = [
-        Seat(behavior_name=name, actor=actor, deterministic=deterministic)
+        Seat(behavior_name=name, actor=actor, deterministic=setup.deterministic)
         for name, actor in policy_actors.items()
     ] + [
-        Seat(behavior_name=name, actor=actor, deterministic=opponent_deterministic)
+        Seat(behavior_name=name, actor=actor, deterministic=setup.opponent_deterministic)
         for name, actor in opponent_actors.items()
     ]
     first_slot = 0

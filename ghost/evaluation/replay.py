@@ -285,7 +285,11 @@ def record_match(
     """
     match = open_match(
         MatchSetup(
-            game=game, policy=policy, opponent=opponent, side=side, seed=seed,
+            game=game,
+            policy=policy,
+            opponent=opponent,
+            side=side,
+            seed=seed,
             deterministic=deterministic,
         )  # fmt: skip
     )

@@ -82,9 +82,7 @@ def initial_policy_files(options: RunOptions, run_dir: RunDirectory) -> dict[str
     for name, settings in options.behaviors.items():
         if settings.init_path:
             path = Path(settings.init_path)
-            files[name] = (
-                path / run_dir.layout.final_policy_path(name).name if path.is_dir() else path
-            )
+            files[name] = RunLayout(path).final_policy_path(name) if path.is_dir() else path
         elif run_dir.initialize_from is not None:
             files[name] = RunLayout(run_dir.initialize_from).final_policy_path(name)
     return files
