@@ -1,8 +1,8 @@
 """Policy files: a self-describing torch file any run, evaluation or user script can load.
 
 A policy file holds the behavior spec, the network settings and the actor weights. The final
-``<run>/<Behavior>.pt``, every snapshot, and every checkpoint (under its ``policy`` key) use it, so
-``load_policy`` reads all of them.
+``<run>/<Behavior>.pt``, every snapshot, and every checkpoint (under its ``policy`` key, or
+``trainer.policy`` for a self-play behavior) use it, so ``load_policy`` reads all of them.
 """
 
 from __future__ import annotations
@@ -84,10 +84,24 @@ def _read_record(path: Path) -> dict[str, Any]:
         data = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as error:  # a truncated or foreign file
         raise CheckpointError(f"{path} is not a readable policy file: {error}") from error
-    record = data.get("policy", data) if isinstance(data, dict) else None
-    if not isinstance(record, dict) or record.get("format") != FORMAT:
+    record = _find_record(data)
+    if record is None:
         raise CheckpointError(f"{path} is not a ghost-trainer policy file, snapshot or checkpoint")
     return record
+
+
+def _find_record(data: Any) -> dict[str, Any] | None:
+    """The policy record in a policy file, or in a checkpoint: a trainer's state keeps it under
+    ``policy``, and a wrapping trainer (the ghost) keeps the wrapped trainer's state under
+    ``trainer``."""
+    while isinstance(data, dict):
+        if data.get("format") == FORMAT:
+            return data
+        if isinstance(data.get("policy"), dict):
+            data = data["policy"]
+        else:
+            data = data.get("trainer")
+    return None
 
 
 def read_policy_weights(path: Path) -> dict[str, torch.Tensor]:
