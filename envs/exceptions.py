@@ -5,6 +5,8 @@ else is a bug and keeps its traceback. Upper layers add their own subclasses (``
 ``ghost.exceptions``, which also lists them all in one place).
 """
 
+import traceback
+
 
 class GhostError(Exception):
     """Base class: a problem the user can fix, described in the message."""
@@ -15,4 +17,16 @@ class EnvironmentSourceError(GhostError):
 
 
 class EnvironmentWorkerError(GhostError):
-    """An environment worker crashed more often than ``max_lifetime_restarts`` allows."""
+    """An environment failed: a worker crashed more often than ``max_lifetime_restarts`` allows,
+    or the one in-process environment raised."""
+
+
+def describe_exception(error: BaseException) -> str:
+    """``ValueError: message (at my_env.py:12 in step)``: an exception raised by user code, in
+    one line that says where."""
+    text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    frames = traceback.extract_tb(error.__traceback__)
+    if frames:
+        last = frames[-1]
+        text += f" (at {last.filename}:{last.lineno} in {last.name})"
+    return text

@@ -16,13 +16,15 @@ arena each. The self-play layer uses arena keys to give different matches differ
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
 
 import attrs
 import numpy as np
 from mlagents_envs.base_env import ActionTuple, BaseEnv, BehaviorSpec, DecisionSteps, TerminalSteps
 
 from envs.behavior_id import BehaviorId
+from envs.exceptions import EnvironmentWorkerError, GhostError, describe_exception
 
 ARENA_STRIDE = 1 << 20
 AGENT_ID_STRIDE = 1 << 32
@@ -94,11 +96,31 @@ def collect_steps(env: BaseEnv, names: Mapping[BehaviorId, str], worker: int = 0
 
 
 class InProcessStepper(EnvStepper):
-    """Steps a single ``BaseEnv`` in this process: no copies, no pickling."""
+    """Steps a single ``BaseEnv`` in this process: no copies, no pickling.
+
+    An exception from the environment ends the run as an ``EnvironmentWorkerError`` that names
+    it; nothing restarts an in-process environment (worker processes are restarted).
+    """
 
     def __init__(self, env: BaseEnv) -> None:
         self.env = env
         self._names: dict[BehaviorId, str] = {}
+
+    @classmethod
+    def open(cls, factory: Callable[..., BaseEnv], *, seed: int) -> InProcessStepper:
+        """Build the environment with ``factory(worker_id=0, seed=seed)``.
+
+        Raises:
+            EnvironmentWorkerError: the factory raised (the message says what and where).
+        """
+        try:
+            return cls(factory(worker_id=0, seed=seed))
+        except GhostError:
+            raise
+        except Exception as error:
+            raise EnvironmentWorkerError(
+                f"the environment could not be created: {describe_exception(error)}{_DEBUG_HINT}"
+            ) from error
 
     @property
     def behavior_specs(self) -> dict[BehaviorId, BehaviorSpec]:
@@ -110,16 +132,35 @@ class InProcessStepper(EnvStepper):
             self._names = {BehaviorId.parse(raw): raw for raw in self.env.behavior_specs}
 
     def reset(self) -> StepResult:
-        self.env.reset()
-        self._refresh_names()
-        return collect_steps(self.env, self._names)
+        with _environment_errors("reset"):
+            self.env.reset()
+            self._refresh_names()
+            return collect_steps(self.env, self._names)
 
     def step(self, actions: Mapping[BehaviorId, ActionTuple]) -> StepResult:
-        for behavior_id, action in actions.items():
-            self.env.set_actions(self._names[behavior_id], action)
-        self.env.step()
-        self._refresh_names()
-        return collect_steps(self.env, self._names)
+        with _environment_errors("step"):
+            for behavior_id, action in actions.items():
+                self.env.set_actions(self._names[behavior_id], action)
+            self.env.step()
+            self._refresh_names()
+            return collect_steps(self.env, self._names)
 
     def close(self) -> None:
         self.env.close()
+
+
+_DEBUG_HINT = " (--debug prints the full traceback)"
+
+
+@contextlib.contextmanager
+def _environment_errors(phase: str) -> Iterator[None]:
+    try:
+        yield
+    except GhostError:
+        raise
+    except Exception as error:
+        raise EnvironmentWorkerError(
+            f"the environment raised during {phase}: {describe_exception(error)}. It runs in "
+            "this process and is not restarted (with --num-envs 2 or more, a crashed worker is "
+            f"restarted){_DEBUG_HINT}"
+        ) from error

@@ -187,7 +187,7 @@ def test_training_gets_options_factory_and_run_dir(capsys, write_yaml, tmp_path,
     assert options.env_settings.num_envs == 2 and options.torch_settings.device == "cpu"
     assert options.behaviors["Duel"].network_settings.deterministic
     assert factory(worker_id=0, seed=0).behavior_specs.keys() == {"Duel?team=0", "Duel?team=1"}
-    assert run_dir == RunDirectory(root=results / "r1")
+    assert run_dir == RunDirectory(root=results / "r1", created=True)
     assert (results / "r1" / "run_logs").is_dir()
     assert load_options(results / "r1" / "configuration.yaml") == options
 

@@ -14,7 +14,6 @@ from mlagents_envs.base_env import ActionSpec, ActionTuple, BehaviorSpec
 
 from envs.specs import vector_observation_spec
 from envs.stepping import InProcessStepper, StepResult
-from ghost.exceptions import ConfigError
 from tests.toy_envs import ReachEnv, TargetEnv, _ToyEnv
 from trainers.agent_processor import AgentProcessor
 from trainers.base import ExperienceQueue
@@ -279,10 +278,9 @@ def test_state_dict_round_trip_continues_exactly(tmp_path):
     torch.testing.assert_close(resumed.log_ent_coef_discrete, original.log_ent_coef_discrete)
 
 
-def test_batch_larger_than_buffer_is_a_config_error(tmp_path):
-    trainer = _trainer(SACSettings(batch_size=256, buffer_size=128), 1000, tmp_path)
-    with pytest.raises(ConfigError, match="batch_size"):
-        _connect(trainer, InProcessStepper(TargetEnv(seed=0)))
+def test_batch_larger_than_buffer_is_refused_by_the_settings():
+    with pytest.raises(ValueError, match=r"batch_size \(256\) is larger than buffer_size \(128\)"):
+        SACSettings(batch_size=256, buffer_size=128)
 
 
 def test_replay_buffer_is_saved_only_on_request(tmp_path):

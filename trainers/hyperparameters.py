@@ -13,6 +13,14 @@ def _fraction(instance: object, attribute: attrs.Attribute, value: float) -> Non
         raise ValueError(f"{attribute.name} must be in (0, 1) (got {value!r})")
 
 
+def _check_batch_fits(batch_size: int, buffer_size: int, holds: str) -> None:
+    if batch_size > buffer_size:
+        raise ValueError(
+            f"batch_size ({batch_size}) is larger than buffer_size ({buffer_size}), which "
+            f"{holds}, so no update could ever run; raise buffer_size or lower batch_size"
+        )
+
+
 @attrs.frozen(kw_only=True)
 class PPOSettings(HyperparamSettings):
     """PPO: ``buffer_size`` agent steps per update, ``num_epoch`` passes of ``batch_size`` minibatches.
@@ -31,6 +39,11 @@ class PPOSettings(HyperparamSettings):
     shared_critic: bool = False
     beta_schedule: ScheduleType | None = None
     epsilon_schedule: ScheduleType | None = None
+
+    def __attrs_post_init__(self) -> None:
+        _check_batch_fits(
+            self.batch_size, self.buffer_size, "holds the experience of one PPO update"
+        )
 
     @property
     def beta_schedule_resolved(self) -> ScheduleType:
@@ -56,6 +69,9 @@ class SACSettings(HyperparamSettings):
     save_replay_buffer: bool = False
     init_entcoef: float = attrs.field(default=1.0, validator=positive)
     reward_signal_steps_per_update: float | None = attrs.field(default=None, validator=positive)
+
+    def __attrs_post_init__(self) -> None:
+        _check_batch_fits(self.batch_size, self.buffer_size, "is the replay buffer's capacity")
 
     @property
     def reward_signal_steps_per_update_resolved(self) -> float:

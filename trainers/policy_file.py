@@ -97,10 +97,7 @@ def _find_record(data: Any) -> dict[str, Any] | None:
     while isinstance(data, dict):
         if data.get("format") == FORMAT:
             return data
-        if isinstance(data.get("policy"), dict):
-            data = data["policy"]
-        else:
-            data = data.get("trainer")
+        data = data["policy"] if isinstance(data.get("policy"), dict) else data.get("trainer")
     return None
 
 

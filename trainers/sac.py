@@ -42,7 +42,6 @@ from torch import nn
 
 from trainers.actor import ActionDistribution
 from trainers.buffers import ReplayBatch, ReplayBuffer
-from trainers.exceptions import ConfigError
 from trainers.hyperparameters import SACSettings
 from trainers.networks import ObservationEncoder, mlp
 from trainers.policy import TorchPolicy, to_tensors
@@ -113,12 +112,6 @@ class SACTrainer(RLTrainer):
 
     def _make_learner(self, policy: TorchPolicy) -> None:
         h = self.hyperparameters
-        if h.batch_size > h.buffer_size:
-            raise ConfigError(
-                f"behavior '{self.behavior_name}': hyperparameters.batch_size ({h.batch_size}) "
-                f"exceeds buffer_size ({h.buffer_size}), so SAC could never draw a minibatch; "
-                "raise buffer_size or lower batch_size"
-            )
         spec = policy.behavior_spec
         action_spec = spec.action_spec
         self.continuous_size = action_spec.continuous_size

@@ -23,6 +23,30 @@ from trainers.atomic_files import atomic_write_text
 logger = logging.getLogger(__name__)
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key repeated in one mapping is an error: plain YAML
+    loading keeps the last one silently, so a behavior written twice would lose its first
+    settings without a word."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node)
+            except TypeError:
+                continue  # an unhashable key: the base class reports it
+            if first is not key_node:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"duplicate key {key!r} (first written at line {first.start_mark.line + 1}); "
+                    "YAML would keep only the last one, so merge the two or rename one",
+                    key_node.start_mark,
+                )
+        return super().construct_mapping(node, deep=deep)
+
+
 # -- public API --------------------------------------------------------------------------------
 def options_from_dict(raw: Mapping[str, Any] | None) -> RunOptions:
     """Structure a parsed YAML document (``None`` = empty file) into ``RunOptions``.
@@ -54,7 +78,7 @@ def read_yaml(path: str | Path) -> Any:
             f"config file {str(path)!r} is not UTF-8 text; save it as UTF-8"
         ) from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -139,12 +163,18 @@ def write_options(options: RunOptions, path: str | Path) -> None:
     atomic_write_text(path, header + dump_options(options))
 
 
-def with_drawn_seed(options: RunOptions, previous: RunOptions | None = None) -> RunOptions:
-    """Replace seed -1 by a drawn seed (or the seed an earlier session of the run drew)."""
+def with_drawn_seed(
+    options: RunOptions, previous: RunOptions | None = None, *, recorded: bool = True
+) -> RunOptions:
+    """Replace seed -1 by a drawn seed (or the seed an earlier session of the run drew).
+
+    ``recorded``: the caller writes the result to ``configuration.yaml`` (the log line says so).
+    """
     if options.env_settings.seed != -1:
         return options
     seed = previous.env_settings.seed if previous is not None else -1
     if seed == -1:
         seed = secrets.randbelow(10_000)
-        logger.info("seed -1: drew seed %d (recorded in configuration.yaml)", seed)
+        where = "recorded in configuration.yaml" if recorded else "for this check only"
+        logger.info("seed -1: drew seed %d (%s)", seed, where)
     return apply_overrides(options, {"env_settings.seed": seed})

@@ -1,6 +1,6 @@
 """``ghost-eval``: evaluate a trained policy in a built-in game, record a replay, plot a run.
 
-A user mistake (``GhostError``) ends as one line on stderr and exit code 2, as in ``ghost-learn``.
+A user mistake ends as one line on stderr and exit code 2 (``ghost.command_line``).
 
 Size: ``build_parser`` is one flat table of flags (84 lines) and the module holds every
 ``ghost-eval`` mode's formatting; splitting either would scatter one command's text.
@@ -13,15 +13,14 @@ import json
 import logging
 import math
 import sys
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ghost.exceptions import CheckpointError, ConfigError, GhostError
+from ghost.command_line import run_command, setup_logging
+from ghost.exceptions import CheckpointError, ConfigError
 
 PROG = "ghost-eval"
-EXIT_USER_ERROR = 2
 SNAPSHOTS = "snapshots"
 
 _EPILOG = """\
@@ -212,12 +211,6 @@ def format_snapshots(title: str, evaluations: Sequence[Any], *, snapshot_is_poli
 
 
 # -- the command -------------------------------------------------------------------------------
-def _setup_logging(debug: bool) -> None:
-    logging.basicConfig(format="[%(levelname)s] %(name)s: %(message)s", level=logging.WARNING)
-    for package in ("ghost", "trainers", "envs"):
-        logging.getLogger(package).setLevel(logging.DEBUG if debug else logging.WARNING)
-
-
 def run(args: argparse.Namespace) -> int:
     """Carry out parsed ``ghost-eval`` arguments; prints the results."""
     # imported here, not at the top, so that --help answers without loading torch
@@ -405,14 +398,8 @@ def _emit(args: argparse.Namespace, output: dict[str, Any], text: list[str]) -> 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``ghost-eval``; returns the process exit code."""
     args = build_parser().parse_args(argv)
-    _setup_logging(args.debug)
-    try:
-        return run(args)
-    except GhostError as error:
-        if args.debug:
-            traceback.print_exc()
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return EXIT_USER_ERROR
+    setup_logging(args.debug, level=logging.WARNING)
+    return run_command(PROG, lambda: run(args), debug=lambda: args.debug)
 
 
 if __name__ == "__main__":

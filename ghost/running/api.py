@@ -26,6 +26,7 @@ from envs.stepping import EnvStepper, InProcessStepper
 from ghost.config.environment import env_factory_for
 from ghost.config.loader import apply_overrides, load_options, options_from_dict, with_drawn_seed
 from ghost.config.settings import RunOptions
+from ghost.config.torch_device import check_torch_device
 from ghost.exceptions import ConfigError
 from ghost.running.run_dir import RunDirectory
 from ghost.running.session import SelfPlaySession
@@ -63,7 +64,7 @@ class TrainingResult:
 def make_stepper(settings: EnvironmentSettings, factory: EnvFactory, seed: int) -> EnvStepper:
     """One environment in-process, or ``num_envs`` worker processes."""
     if settings.num_envs == 1:
-        return InProcessStepper(factory(worker_id=0, seed=seed))
+        return InProcessStepper.open(factory, seed=seed)
     from envs.workers import SubprocessStepper  # starts processes: only when asked for
 
     return SubprocessStepper(
@@ -92,13 +93,18 @@ def train_options(
     options: RunOptions, env_factory: EnvFactory, *, callbacks: Iterable[TrainingCallback] = ()
 ) -> TrainingResult:
     """Prepare the run folder of ``options`` (writing ``configuration.yaml``) and train."""
+    check_torch_device(options.torch_settings.device)
     run_dir = RunDirectory.prepare(options.checkpoint_settings)
-    options = with_drawn_seed(options, run_dir.previous_configuration())
-    run_dir.write_configuration(options)
-    if isinstance(env_factory, UnityBuild) and env_factory.log_folder is None:
-        log_folder = str(run_dir.layout.run_logs_dir.absolute())
-        env_factory = attrs.evolve(env_factory, log_folder=log_folder)
-    return run_training(options, env_factory=env_factory, run_dir=run_dir, callbacks=callbacks)
+    try:
+        options = with_drawn_seed(options, run_dir.previous_configuration())
+        run_dir.write_configuration(options)
+        if isinstance(env_factory, UnityBuild) and env_factory.log_folder is None:
+            log_folder = str(run_dir.layout.run_logs_dir.absolute())
+            env_factory = attrs.evolve(env_factory, log_folder=log_folder)
+        return run_training(options, env_factory=env_factory, run_dir=run_dir, callbacks=callbacks)
+    except BaseException:
+        run_dir.discard_if_unused()
+        raise
 
 
 def run_training(

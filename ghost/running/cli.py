@@ -1,8 +1,8 @@
 """``ghost-learn``: train the behaviors of an environment with self-play, from an ML-Agents config.
 
 The flags are ``mlagents-learn``'s where they make sense; each overrides one key of the YAML
-configuration (``--help`` names it). A user mistake (``GhostError``) ends as one line on stderr and
-exit code 2; anything else is a bug and keeps its traceback.
+configuration (``--help`` names it). How a run ends (exit codes, errors) is
+``ghost.command_line``'s.
 
 Size: ``_add_flags`` is one flat table of ``mlagents-learn``'s flags (72 lines), kept whole so
 the flags read in the order ``--help`` prints them.
@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import traceback
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from typing import Any
@@ -21,6 +20,8 @@ from typing import Any
 import attrs
 
 from envs.behavior_id import BehaviorId
+from envs.stepping import InProcessStepper
+from ghost.command_line import run_command, setup_logging
 from ghost.config.behavior_matching import match_behaviors
 from ghost.config.environment import env_factory_for
 from ghost.config.loader import (
@@ -30,14 +31,13 @@ from ghost.config.loader import (
     with_drawn_seed,
 )
 from ghost.config.settings import BehaviorSettings, RunOptions
-from ghost.exceptions import EnvironmentSpecError, GhostError
+from ghost.config.torch_device import check_torch_device
+from ghost.exceptions import EnvironmentSpecError
 from trainers import registry
 
 logger = logging.getLogger(__name__)
 
 PROG = "ghost-learn"
-EXIT_USER_ERROR = 2
-EXIT_INTERRUPTED = 130
 
 _EPILOG = """\
 examples:
@@ -172,12 +172,6 @@ def _version() -> str:
         return "(not installed)"
 
 
-def _setup_logging(debug: bool) -> None:
-    logging.basicConfig(format="[%(levelname)s] %(name)s: %(message)s", level=logging.WARNING)
-    for package in ("ghost", "trainers", "envs"):
-        logging.getLogger(package).setLevel(logging.DEBUG if debug else logging.INFO)
-
-
 def _reconcile_resume_and_init(options: RunOptions, flags: Mapping[str, Any]) -> RunOptions:
     """ML-Agents' rule when both ``resume`` and ``initialize_from`` are set: a flag beats the YAML,
     and between two equals resuming wins."""
@@ -218,12 +212,12 @@ def load_run_options(
 
 # -- --check -----------------------------------------------------------------------------------
 def _read_specs(factory: Any, seed: int) -> dict[BehaviorId, Any]:
-    env = factory(worker_id=0, seed=seed)
+    stepper = InProcessStepper.open(factory, seed=seed)
     try:
-        env.reset()
-        return {BehaviorId.parse(raw): spec for raw, spec in env.behavior_specs.items()}
+        stepper.reset()
+        return stepper.behavior_specs
     finally:
-        env.close()
+        stepper.close()
 
 
 def _describe_behavior(name: str, teams: list[int], spec: Any, settings: BehaviorSettings) -> str:
@@ -260,7 +254,8 @@ def run_check(options: RunOptions, factory: Any) -> int:
     Raises:
         EnvironmentSpecError, TrainerTypeError: the environment does not fit the configuration.
     """
-    options = with_drawn_seed(options)
+    check_torch_device(options.torch_settings.device)
+    options = with_drawn_seed(options, recorded=False)
     specs = _read_specs(factory, options.env_settings.seed)
     if not specs:
         raise EnvironmentSpecError(
@@ -298,24 +293,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     config_path = args.pop("config")
     check = args.pop("check", False)
     deterministic = args.pop("deterministic", False)
-    debug = bool(args.get("debug", False))
-    _setup_logging(debug)
-    try:
+    debug = [bool(args.get("debug", False))]
+    setup_logging(debug[0])
+
+    def body() -> int:
         options = load_run_options(config_path, args, deterministic=deterministic)
-        debug = options.debug
-        _setup_logging(debug)
+        debug[0] = options.debug
+        setup_logging(options.debug)
         factory = env_factory_for(options)
         if check:
             return run_check(options, factory)
         return run_learn(options, factory)
-    except GhostError as error:
-        if debug:
-            traceback.print_exc()
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return EXIT_USER_ERROR
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+
+    return run_command(PROG, body, debug=lambda: debug[0])
 
 
 if __name__ == "__main__":

@@ -140,13 +140,14 @@ class GhostTrainer(Trainer):
             for batch in queue.drain():
                 if batch.behavior_id.team == learning_team:
                     self._learning_queues[batch.behavior_id].put(batch)
-                    self._rate_results(batch)
+                    if self.training:  # watching a trained run (inference) rates nothing
+                        self._rate_results(batch)
                 else:
                     self.state.count_ghost_steps(batch.agent_steps)
-        self.stats.training = self.is_learning
+        self.stats.training = self.training and self.is_learning
         self.trainer.advance()
         step = self.trainer.step
-        if self.is_learning and self.state.snapshot_due(step):
+        if self.training and self.is_learning and self.state.snapshot_due(step):
             self._take_snapshot()
         if self.is_learning and self.state.turn_over(step, still_training=self.should_still_train):
             self.controller.request_team_change()

@@ -39,11 +39,13 @@ class RunDirectory:
         root: ``<results_dir>/<run_id>``.
         resumed: the run continues an earlier one (``--resume``): read its checkpoints.
         initialize_from: ``<results_dir>/<other run id>`` whose policies start this run, or None.
+        created: ``prepare`` created the folder (it held no results before).
     """
 
     root: Path
     resumed: bool = False
     initialize_from: Path | None = None
+    created: bool = False
 
     @classmethod
     def prepare(cls, checkpoint_settings: CheckpointSettings) -> RunDirectory:
@@ -90,9 +92,23 @@ class RunDirectory:
                 "--force: deleting the previous results of run %r at %s", settings.run_id, root
             )
             shutil.rmtree(root)
-        run_dir = cls(root=root, resumed=settings.resume, initialize_from=initialize_from)
+        run_dir = cls(
+            root=root,
+            resumed=settings.resume,
+            initialize_from=initialize_from,
+            created=not settings.resume,
+        )
         run_dir.layout.run_logs_dir.mkdir(parents=True, exist_ok=True)
         return run_dir
+
+    def discard_if_unused(self) -> bool:
+        """Delete a folder ``prepare`` created for a run that failed before its first checkpoint,
+        so that retrying needs no ``--force``; returns whether it was deleted."""
+        if not self.created or self.layout.checkpoint_index_path.exists():
+            return False
+        shutil.rmtree(self.root, ignore_errors=True)
+        logger.info("The run did not start; removed %s", self.root)
+        return True
 
     @classmethod
     def existing(cls, *, results_dir: str | Path, run_id: str) -> RunDirectory:

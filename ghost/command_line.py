@@ -1,0 +1,56 @@
+"""What ``ghost-learn`` and ``ghost-eval`` share: logging set-up and how a command ends.
+
+A user mistake (``GhostError``) ends as one line on stderr and exit code 2; Ctrl-C as exit code
+130; a reader that stopped listening (``ghost-eval ... | head``) as exit code 141, the shell's
+code for SIGPIPE, without a traceback. Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import traceback
+from collections.abc import Callable
+
+from ghost.exceptions import GhostError
+
+EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+
+
+def setup_logging(debug: bool, *, level: int = logging.INFO) -> None:
+    """Our packages log at ``level`` (DEBUG with ``debug``), everything else at WARNING."""
+    logging.basicConfig(format="[%(levelname)s] %(name)s: %(message)s", level=logging.WARNING)
+    for package in ("ghost", "trainers", "envs"):
+        logging.getLogger(package).setLevel(logging.DEBUG if debug else level)
+
+
+def run_command(prog: str, body: Callable[[], int], *, debug: Callable[[], bool]) -> int:
+    """``body()``'s exit code, or the code of the way it ended (see the module docstring).
+
+    ``debug()`` is asked only after a failure (the options that set it may be read in ``body``).
+    """
+    try:
+        return body()
+    except GhostError as error:
+        if debug():
+            traceback.print_exc()
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's last flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
