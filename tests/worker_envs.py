@@ -185,3 +185,13 @@ def make_echo_env(*, worker_id: int, seed: int, **options) -> EchoEnv:
 def make_broken_env(*, worker_id: int, seed: int) -> EchoEnv:
     """A factory that always fails to build its environment."""
     raise InjectedCrash(f"cannot build environment {worker_id}")
+
+
+def raise_on_create(worker_id: int = 0, seed: int = 0) -> EchoEnv:
+    """``--env`` factory whose constructor fails (a missing level file, say)."""
+    raise RuntimeError("level file arena-3.json not found")
+
+
+def make_crash_after_60(worker_id: int = 0, seed: int = 0) -> EchoEnv:
+    """An ``Echo`` game (one arena, self-play) whose 60th step raises."""
+    return EchoEnv(worker_id=worker_id, seed=seed, arenas=1, crash_at_step=60)

@@ -5,7 +5,9 @@
     <results_dir>/<run_id>/
         configuration.yaml          the resolved configuration (flags applied); loads as is
         checkpoint.json             names the latest consistent checkpoint set (written last)
-        run_logs/                   logs of the whole run
+        run_logs/                   logs of the whole run: training_status.json (steps,
+                                    checkpoints, reward and Elo per behavior), timers.json
+                                    (where the time went), a Unity build's player logs
         <Behavior>/                 one folder per behavior name: stats (TensorBoard events)
             checkpoints/            <Behavior>-<step>.pt: resumable training state
             snapshots/              snapshot-<id>.pt: self-play snapshots, one policy file each
@@ -63,6 +65,14 @@ class RunLayout:
     @property
     def run_logs_dir(self) -> Path:
         return self.root / "run_logs"
+
+    @property
+    def training_status_path(self) -> Path:
+        return self.run_logs_dir / "training_status.json"
+
+    @property
+    def timers_path(self) -> Path:
+        return self.run_logs_dir / "timers.json"
 
     def behavior_dir(self, behavior_name: str) -> Path:
         """``<Behavior>/``: the stats of one behavior name."""

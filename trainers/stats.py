@@ -38,6 +38,7 @@ class StatsReporter:
         self._last_time = self._start
         self._last_step = 0
         self._last_summary = 0
+        self._purge_step: int | None = None
         self.training = True
         self.latest: dict[str, float] = {}
         #: called with each ``trainers.callbacks.Summary`` as it is written
@@ -51,9 +52,14 @@ class StatsReporter:
             self._values[key].append(float(values))
 
     def set_start(self, step: int) -> None:
-        """Summaries continue from ``step`` (a resumed run)."""
+        """Summaries continue from ``step`` (a resumed run).
+
+        Points an earlier session wrote after ``step`` (between its last checkpoint and a hard
+        kill) are orphans: TensorBoard is told to drop them, so the curves have no doubled steps.
+        """
         self._last_step = step
         self._last_summary = step // self.summary_freq
+        self._purge_step = step + 1
 
     def maybe_write(self, step: int) -> None:
         """Write a summary when ``step`` crossed a multiple of ``summary_freq``."""
@@ -96,7 +102,7 @@ class StatsReporter:
         if self._writer is None and self.log_dir is not None:
             from torch.utils.tensorboard import SummaryWriter
 
-            self._writer = SummaryWriter(str(self.log_dir))
+            self._writer = SummaryWriter(str(self.log_dir), purge_step=self._purge_step)
         return self._writer
 
     def close(self) -> None:

@@ -18,6 +18,7 @@ and the policy queues), so the loop never asks what kind of trainer it drives.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from trainers.checkpoints import RunCheckpointer
 from trainers.exceptions import ConfigError
 from trainers.policy_file import read_policy_weights
 from trainers.run_layout import RunLayout
+from trainers.run_logs import PhaseTimers, TrainingStatus
 from trainers.settings import TrainerSettings
 
 logger = logging.getLogger(__name__)
@@ -77,6 +79,8 @@ class TrainingLoop:
         self.processors: dict[BehaviorId, AgentProcessor] = {}
         self.policy_queues: dict[BehaviorId, PolicyQueue] = {}
         self.checkpointer = RunCheckpointer(layout)
+        self.timers = PhaseTimers()
+        self.status = TrainingStatus(layout)
         self.interrupted = False
         self._settings: dict[str, TrainerSettings] = {}
         self._next_checkpoint: dict[str, int] = {}
@@ -201,18 +205,25 @@ class TrainingLoop:
 
     def step_once(self, steps: StepResult) -> StepResult:
         """One round: act, step the environments, let every trainer advance, checkpoint if due."""
+        timers = self.timers
+        started = time.perf_counter()
         actions = {}
         for behavior_id, behavior_steps in steps.items():
             answer = self.processors[behavior_id].process(behavior_steps)
             if answer is not None:
                 actions[behavior_id] = answer
+        acted = time.perf_counter()
+        timers.add("act", acted - started)
         steps = self.stepper.step(actions)
+        stepped = time.perf_counter()
+        timers.add("env_step", stepped - acted)
         if any(bid not in self.processors for bid in steps):
             self.connect_behaviors()
         for trainer in self.trainers.values():
             trainer.advance()
         steps = self.between_steps(steps)
         self._apply_published_policies()
+        timers.add("trainer_advance", time.perf_counter() - stepped)
         self._maybe_checkpoint()
         return steps
 
@@ -245,8 +256,12 @@ class TrainingLoop:
         """Write a checkpoint set unless one exists for the current steps."""
         steps = {name: trainer.step for name, trainer in self.trainers.items()}
         if steps != self._saved_at:
+            started = time.perf_counter()
             index = self.checkpointer.save(self.trainers, self.run_state())
             self._saved_at = steps
+            self.timers.add("checkpoint", time.perf_counter() - started)
+            self.status.record_checkpoint(self.trainers)
+            self.timers.write(self.layout.timers_path)
             self.callbacks.emit("on_checkpoint", Checkpoint(steps=steps, index_path=index))
 
     def finish(self) -> None:
@@ -259,6 +274,7 @@ class TrainingLoop:
                     path = self.layout.final_policy_path(name)
                     trainer.get_policy(behavior_id).save(path)
                     logger.info("Exported %s", path)
+                self.status.record_checkpoint(self.trainers, final=True)
         finally:
             for trainer in self.trainers.values():
                 trainer.close()
