@@ -14,7 +14,6 @@ setup(
     packages=find_packages(
         include=["ghost", "ghost.*", "trainers", "trainers.*", "envs", "envs.*"]
     ),
-    package_data={"ghost": ["configs/*.yaml"]},
     install_requires=[
         "torch>=2.1",
         # numpy 1.24-1.26 lack np.bool, which mlagents-envs uses

@@ -13,7 +13,15 @@ import yaml
 from trainers import registry
 from trainers.hyperparameters import PPOSettings, SACSettings
 
-REFERENCE_CONFIGS = Path("/work/shared/reference/mlagents-config")
+#: ML-Agents' reference configs, in the design material beside the checkout (``../shared``)
+SHARED_DIR = Path(__file__).resolve().parents[2] / "shared"
+REFERENCE_CONFIGS = SHARED_DIR / "reference" / "mlagents-config"
+
+needs_reference_configs = pytest.mark.skipif(
+    not REFERENCE_CONFIGS.is_dir(),
+    reason=f"ML-Agents' reference configs are not at {REFERENCE_CONFIGS} (the shared design "
+    "material beside the checkout)",
+)
 
 
 class FakeTrainer:

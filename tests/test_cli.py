@@ -15,7 +15,7 @@ from ghost.config.settings import CheckpointSettings
 from ghost.exceptions import RunDirectoryError
 from ghost.running import api, cli
 from ghost.running.run_dir import RunDirectory
-from tests.conftest import REFERENCE_CONFIGS
+from tests.conftest import REFERENCE_CONFIGS, needs_reference_configs
 from trainers.run_layout import safe_name
 
 pytestmark = pytest.mark.usefixtures("fake_registry")
@@ -127,6 +127,7 @@ def test_check_environment_problems(capsys, write_yaml, env, message):
     assert message in err
 
 
+@needs_reference_configs
 def test_check_names_the_poca_trainer(capsys):
     code, _, err = run_cli(capsys, REFERENCE_CONFIGS / "SoccerTwos-poca.yaml", "--check")
     assert code == 2

@@ -27,7 +27,7 @@ from ghost.exceptions import (
     TrainerTypeError,
     UnsupportedFeatureError,
 )
-from tests.conftest import REFERENCE_CONFIGS
+from tests.conftest import REFERENCE_CONFIGS, needs_reference_configs
 from tests.fake_envs import spec
 from trainers import settings as trainer_schema
 from trainers.hyperparameters import PPOSettings, SACSettings
@@ -49,6 +49,7 @@ def error_of(raw, kind=ConfigError) -> str:
 
 
 # -- ML-Agents' own configs --------------------------------------------------------------------
+@needs_reference_configs
 @pytest.mark.parametrize("name", ["3DBall-ppo.yaml", "Tennis-ppo.yaml", "Tennis-sac.yaml"])
 def test_reference_configs_load_unchanged(name):
     options = load_options(REFERENCE_CONFIGS / name)
@@ -57,6 +58,7 @@ def test_reference_configs_load_unchanged(name):
         assert settings.reward_signals["extrinsic"].gamma == 0.99
 
 
+@needs_reference_configs
 def test_reference_tennis_values():
     ppo = load_options(REFERENCE_CONFIGS / "Tennis-ppo.yaml").behaviors["Tennis"]
     assert isinstance(ppo.hyperparameters, PPOSettings)
@@ -71,6 +73,7 @@ def test_reference_tennis_values():
     assert sac.self_play.steps_per_team == 250000
 
 
+@needs_reference_configs
 @pytest.mark.parametrize(
     ("name", "behavior_name"),
     [("SoccerTwos-poca.yaml", "SoccerTwos"), ("StrikersVsGoalie-poca.yaml", "Goalie")],
@@ -300,6 +303,7 @@ def test_an_unlisted_behavior_without_default_settings_gets_ppo_defaults():
 
 
 # -- round trip, overrides ---------------------------------------------------------------------
+@needs_reference_configs
 def test_configuration_yaml_round_trip(tmp_path):
     mixed = options_from_dict(
         {
@@ -314,6 +318,7 @@ def test_configuration_yaml_round_trip(tmp_path):
         assert load_options(path) == options
 
 
+@needs_reference_configs
 def test_round_trip_keeps_flag_values(tmp_path):
     options = apply_overrides(
         load_options(REFERENCE_CONFIGS / "Tennis-sac.yaml"),

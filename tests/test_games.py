@@ -307,10 +307,15 @@ def test_render_arena_is_plain_data(game: str) -> None:
     assert isinstance(env, VectorGame)
 
 
-PEER_PYTHON = Path("/tmp/peer-mlagents/bin/python")
+#: the ML-Agents 1.1 venv that ``../shared/peers/setup-mlagents.sh`` builds (``PEER_VENV``)
+PEER_PYTHON = Path(os.environ.get("PEER_VENV", "/tmp/peer-mlagents")) / "bin" / "python"
 
 
-@pytest.mark.skipif(not PEER_PYTHON.exists(), reason="no ML-Agents 1.1 peer venv (numpy 1.23)")
+@pytest.mark.skipif(
+    not PEER_PYTHON.exists(),
+    reason=f"no ML-Agents 1.1 peer venv (numpy 1.23) at {PEER_PYTHON}: build it with "
+    "../shared/peers/setup-mlagents.sh (or set PEER_VENV) to check the games under old numpy",
+)
 def test_games_run_under_the_peer_numpy() -> None:
     script = (
         "import numpy as np\n"

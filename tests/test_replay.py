@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -102,5 +103,9 @@ def test_report_errors(tmp_path, monkeypatch, capsys):
     assert "no TensorBoard logs" in capsys.readouterr().err
     write_fake_run(tmp_path / "run")
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
-    with pytest.raises(GhostError, match=r"pip install 'ghost-trainer\[plots\]'"):
+    with pytest.raises(GhostError) as missing:
         write_report(tmp_path / "run", tmp_path / "x.png")
+    hint = 'pip install -e ".[plots]"'
+    assert hint in str(missing.value)
+    # the README gives the same instruction
+    assert hint in (Path(__file__).resolve().parents[1] / "README.md").read_text()

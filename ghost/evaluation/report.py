@@ -165,7 +165,7 @@ def write_report(run_dir: str | Path, path: str | Path, *, title: str | None = N
     """Draw a run's Elo and cumulative reward curves (one line per behavior) into a PNG.
 
     :param title: the figure title; default the run folder's name.
-    :raises GhostError: matplotlib is not installed (``pip install 'ghost-trainer[plots]'``).
+    :raises GhostError: matplotlib is not installed (the ``plots`` extra).
     :raises RunDirectoryError: the run is missing or has no TensorBoard logs.
     :returns: ``path``.
     """
@@ -174,7 +174,8 @@ def write_report(run_dir: str | Path, path: str | Path, *, title: str | None = N
         from matplotlib.figure import Figure
     except ImportError as error:
         raise GhostError(
-            "drawing a report needs matplotlib: pip install 'ghost-trainer[plots]'"
+            "drawing a report needs matplotlib: pip install matplotlib (or, in a checkout, "
+            'pip install -e ".[plots]")'
         ) from error
     run_dir = Path(run_dir)
     curves = read_curves(run_dir)
