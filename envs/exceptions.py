@@ -21,6 +21,11 @@ class EnvironmentWorkerError(GhostError):
     or the one in-process environment raised."""
 
 
+class EnvironmentOutputError(GhostError):
+    """The environment returned steps that break the BaseEnv contract (shapes that differ from
+    its behavior spec, NaN observations or rewards, wrong types)."""
+
+
 def describe_exception(error: BaseException) -> str:
     """``ValueError: message (at my_env.py:12 in step)``: an exception raised by user code, in
     one line that says where."""

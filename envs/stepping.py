@@ -24,7 +24,13 @@ import numpy as np
 from mlagents_envs.base_env import ActionTuple, BaseEnv, BehaviorSpec, DecisionSteps, TerminalSteps
 
 from envs.behavior_id import BehaviorId
-from envs.exceptions import EnvironmentWorkerError, GhostError, describe_exception
+from envs.exceptions import (
+    EnvironmentOutputError,
+    EnvironmentWorkerError,
+    GhostError,
+    describe_exception,
+)
+from envs.step_checks import check_steps_types
 
 ARENA_STRIDE = 1 << 20
 AGENT_ID_STRIDE = 1 << 32
@@ -85,6 +91,7 @@ def collect_steps(env: BaseEnv, names: Mapping[BehaviorId, str], worker: int = 0
     result: StepResult = {}
     for behavior_id, raw_name in names.items():
         decision, terminal = env.get_steps(raw_name)
+        check_steps_types(raw_name, decision, terminal)
         result[behavior_id] = BehaviorSteps(
             behavior_id=behavior_id,
             decision=decision,
@@ -105,6 +112,7 @@ class InProcessStepper(EnvStepper):
     def __init__(self, env: BaseEnv) -> None:
         self.env = env
         self._names: dict[BehaviorId, str] = {}
+        self._specs: dict[str, BehaviorSpec] = {}
 
     @classmethod
     def open(cls, factory: Callable[..., BaseEnv], *, seed: int) -> InProcessStepper:
@@ -128,8 +136,16 @@ class InProcessStepper(EnvStepper):
         return {bid: self.env.behavior_specs[raw] for bid, raw in self._names.items()}
 
     def _refresh_names(self) -> None:
-        if len(self._names) != len(self.env.behavior_specs):
-            self._names = {BehaviorId.parse(raw): raw for raw in self.env.behavior_specs}
+        specs = self.env.behavior_specs
+        if len(self._names) != len(specs):
+            self._names = {BehaviorId.parse(raw): raw for raw in specs}
+        for raw, spec in specs.items():
+            known = self._specs.setdefault(raw, spec)
+            if known is not spec and known != spec:
+                raise EnvironmentOutputError(
+                    f"the behavior spec of {raw} changed between steps (was {known}, now "
+                    f"{spec}); a BaseEnv's behavior specs stay fixed once reported"
+                )
 
     def reset(self) -> StepResult:
         with _environment_errors("reset"):

@@ -6,7 +6,12 @@ layer raised it. A ``GhostError`` reaching the command line is printed as one me
 traceback; anything else is a bug and keeps its traceback.
 """
 
-from envs.exceptions import EnvironmentSourceError, EnvironmentWorkerError, GhostError
+from envs.exceptions import (
+    EnvironmentOutputError,
+    EnvironmentSourceError,
+    EnvironmentWorkerError,
+    GhostError,
+)
 from trainers.exceptions import (
     CheckpointError,
     ConfigError,
@@ -17,6 +22,7 @@ from trainers.exceptions import (
 __all__ = [
     "CheckpointError",
     "ConfigError",
+    "EnvironmentOutputError",
     "EnvironmentSourceError",
     "EnvironmentSpecError",
     "EnvironmentWorkerError",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from mlagents_envs.base_env import ActionTuple
 
+from envs.step_checks import check_behavior_steps
 from envs.stepping import BehaviorSteps
 from trainers.base import (
     ActionOutput,
@@ -22,6 +23,7 @@ class AgentProcessor:
     def __init__(self, *, policy: Policy, queue: ExperienceQueue) -> None:
         self.policy = policy
         self.queue = queue
+        self.behavior_spec = policy.behavior_spec
         spec = policy.behavior_spec.action_spec
         self._empty = ActionOutput(
             actions=spec.empty_action(0),
@@ -30,8 +32,13 @@ class AgentProcessor:
         )
 
     def process(self, steps: BehaviorSteps) -> ActionTuple | None:
-        """The actions for ``steps.decision`` (None when no agent asked for one)."""
+        """The actions for ``steps.decision`` (None when no agent asked for one).
+
+        Raises:
+            EnvironmentOutputError: the steps do not fit the behavior spec (NaN, shapes).
+        """
         decision = steps.decision
+        check_behavior_steps(steps.behavior_id, self.behavior_spec, decision, steps.terminal)
         if len(decision) == 0:
             output = self._empty
         elif isinstance(self.policy, ArenaPolicy):

@@ -1,0 +1,67 @@
+"""The BaseEnv contract: what the API allows trains, what breaks it ends with a clear error and a
+run that resumes once the environment is fixed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import ghost
+from ghost.running import cli
+from tests import contract_envs
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+CONFIG = {
+    "default_settings": {
+        "hyperparameters": {"batch_size": 32, "buffer_size": 128},
+        "network_settings": {"hidden_units": 8},
+        "max_steps": 600,
+        "summary_freq": 200,
+        "checkpoint_interval": 200,
+        "self_play": {"save_steps": 100, "team_change": 200, "swap_steps": 50},
+    },
+    "env_settings": {"seed": 4},
+}
+
+
+@pytest.mark.parametrize(
+    "quirks",
+    [{"no_mask": True}, {"idle_steps": True}, {"churn": True}, "all"],
+    ids=["no-action-mask", "no-deciding-agents-on-some-steps", "agents-come-and-go", "all"],
+)
+def test_legal_quirks_train(tmp_path, quirks):
+    if quirks == "all":
+        env = contract_envs.all_quirks
+    else:
+        env = lambda worker_id=0, seed=0: contract_envs.ContractEnv(seed=seed, **quirks)  # noqa: E731
+    result = ghost.train(CONFIG, env=env, run_id="r", results_dir=tmp_path)
+    assert result.steps["Duel"] >= 600 and not result.stopped_early
+    assert result.ratings["Duel"] != 1200.0  # matches were played and rated
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        ("nan_obs", "observation 0 holds NaN or infinite values"),
+        ("inf_reward", "reward holds NaN or infinite values"),
+        ("wrong_obs_shape", "observation 0 has shape (2, 3); the behavior spec says (2, 4)"),
+        ("wrong_mask_shape", "has 1 action masks for 2 discrete branches"),
+        ("spec_change", "behavior spec of Duel?team=0 changed between steps"),
+        ("wrong_types", "returned (list, list); a BaseEnv returns (DecisionSteps, TerminalSteps)"),
+        ("raises", "raised during step: RuntimeError: the simulation diverged"),
+    ],
+)
+def test_a_broken_environment_ends_clearly_and_the_run_resumes(tmp_path, capsys, fault, message):
+    common = ["--results-dir", str(tmp_path), "--run-id", "r"]
+    config = tmp_path / "config.yaml"
+    config.write_text(json.dumps(CONFIG))
+    code = cli.main([str(config), "--env", f"tests.contract_envs:{fault}", *common])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert message in err and "Traceback" not in err
+    # the run stopped with a checkpoint, and goes on once the environment is fixed
+    assert (tmp_path / "r" / "checkpoint.json").is_file()
+    code = cli.main([str(config), "--env", "tests.contract_envs:healthy", "--resume", *common])
+    assert code == 0, capsys.readouterr().err
