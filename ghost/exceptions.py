@@ -15,6 +15,7 @@ from envs.exceptions import (
 from trainers.exceptions import (
     CheckpointError,
     ConfigError,
+    ResultsWriteError,
     TrainerTypeError,
     UnsupportedFeatureError,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "EnvironmentSpecError",
     "EnvironmentWorkerError",
     "GhostError",
+    "ResultsWriteError",
     "RunDirectoryError",
     "TrainerTypeError",
     "UnsupportedFeatureError",

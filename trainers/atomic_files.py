@@ -7,6 +7,7 @@ writes that a later session reads (checkpoints, policy files, the checkpoint ind
 
 from __future__ import annotations
 
+import io
 import os
 import tempfile
 from collections.abc import Callable
@@ -25,8 +26,10 @@ def atomic_write(path: str | Path, write: Callable[[IO[bytes]], None]) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as error:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(error, OSError) and error.filename is None:
+            error.filename = str(path)  # a failed write names no file
         raise
 
 
@@ -39,4 +42,8 @@ def atomic_save(obj: Any, path: str | Path) -> None:
     """``torch.save(obj)`` to ``path`` atomically."""
     import torch  # on use: text files need no torch
 
-    atomic_write(path, lambda handle: torch.save(obj, handle))
+    # Serialized in memory first: torch's zip writer reports a full disk as a RuntimeError about
+    # file positions, a plain write as the OSError (ENOSPC) it is.
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    atomic_write(path, lambda handle: handle.write(buffer.getbuffer()))

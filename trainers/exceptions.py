@@ -1,5 +1,7 @@
 """The errors of the trainer stack (all ``GhostError``s: a problem the user can fix)."""
 
+import errno
+
 from envs.exceptions import GhostError
 
 
@@ -17,3 +19,17 @@ class UnsupportedFeatureError(ConfigError):
 
 class CheckpointError(GhostError):
     """A checkpoint or policy file cannot be read or does not fit the run."""
+
+
+class ResultsWriteError(GhostError):
+    """The results folder cannot be written: the disk is full, read-only or not ours."""
+
+
+#: what a full, read-only or foreign disk answers a write with
+DISK_WRITE_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT, errno.EFBIG}
+)
+
+
+def is_disk_write_error(error: BaseException) -> bool:
+    return isinstance(error, OSError) and error.errno in DISK_WRITE_ERRNOS

@@ -26,13 +26,14 @@ from typing import Any
 from mlagents_envs.base_env import BehaviorSpec
 
 from envs.behavior_id import BehaviorId
+from envs.exceptions import GhostError
 from envs.stepping import EnvStepper, StepResult
 from trainers import registry
 from trainers.agent_processor import AgentProcessor
 from trainers.base import ExperienceQueue, PolicyQueue, Trainer
 from trainers.callbacks import CallbackList, Checkpoint, TrainingCallback
 from trainers.checkpoints import RunCheckpointer
-from trainers.exceptions import ConfigError
+from trainers.exceptions import ConfigError, ResultsWriteError, is_disk_write_error
 from trainers.policy_file import read_policy_weights
 from trainers.run_layout import RunLayout
 from trainers.run_logs import PhaseTimers, TrainingStatus
@@ -188,7 +189,34 @@ class TrainingLoop:
 
     def run(self, *, resume: bool = False, max_env_steps: int | None = None) -> None:
         """Train until every behavior reached ``max_steps``, a callback stops the run, or Ctrl-C
-        (then: checkpoint and stop)."""
+        (then: checkpoint and stop).
+
+        Raises:
+            ResultsWriteError: the run folder could not be written (disk full, read-only); the
+                checkpoint set named by ``checkpoint.json`` is still the last complete one.
+        """
+        try:
+            self._run(resume=resume, max_env_steps=max_env_steps)
+        except OSError as error:
+            if not is_disk_write_error(error):
+                raise
+            raise ResultsWriteError(
+                f"cannot write {error.filename or 'to the run folder'}: {error.strerror}. "
+                f"{self._last_checkpoint_text()}"
+            ) from error
+
+    def _last_checkpoint_text(self) -> str:
+        try:
+            behaviors = self.checkpointer.read_index()["behaviors"]
+        except (GhostError, KeyError):
+            return "No checkpoint was written; make room (or fix permissions) and start again"
+        steps = ", ".join(f"{name} step {entry['step']}" for name, entry in behaviors.items())
+        return (
+            f"The last complete checkpoint ({steps}) is intact; make room (or fix permissions) "
+            "and continue with --resume"
+        )
+
+    def _run(self, *, resume: bool, max_env_steps: int | None) -> None:
         steps = self.start(resume=resume)
         env_steps = 0
         try:

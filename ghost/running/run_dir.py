@@ -98,7 +98,13 @@ class RunDirectory:
             initialize_from=initialize_from,
             created=not settings.resume,
         )
-        run_dir.layout.run_logs_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            run_dir.layout.run_logs_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise RunDirectoryError(
+                f"cannot create the run folder {root}: {error.strerror}; choose a writable "
+                "--results-dir"
+            ) from error
         return run_dir
 
     def discard_if_unused(self) -> bool:
@@ -107,7 +113,7 @@ class RunDirectory:
         if not self.created or self.layout.checkpoint_index_path.exists():
             return False
         shutil.rmtree(self.root, ignore_errors=True)
-        logger.info("The run did not start; removed %s", self.root)
+        logger.info("The run ended before its first checkpoint; removed %s", self.root)
         return True
 
     @classmethod
