@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -155,6 +156,11 @@ def test_resume_after_a_hard_kill_drops_the_orphaned_tensorboard_points(tmp_path
     before = _scalar_steps(run / "Tennis", "Environment/Steps Per Second")
     assert max(before) > saved  # points past the checkpoint exist: they are the orphans
 
+    # TensorBoard reads event files in name order, and names start with the creation second: a
+    # resume within the killed session's first second would sort before it (never so by hand)
+    created = max(int(path.name.split(".")[3]) for path in (run / "Tennis").glob("events.*"))
+    while time.time() < created + 1:
+        time.sleep(0.05)
     result = ghost.train(TENNIS, run_id="r", results_dir=tmp_path, resume=True)
     assert result.steps["Tennis"] >= 2000
     steps = _scalar_steps(run / "Tennis", "Environment/Steps Per Second")
