@@ -26,7 +26,7 @@ from typing import Any
 from mlagents_envs.base_env import BehaviorSpec
 
 from envs.behavior_id import BehaviorId
-from envs.exceptions import GhostError
+from envs.exceptions import EnvironmentOutputError, GhostError
 from envs.stepping import EnvStepper, StepResult
 from trainers import registry
 from trainers.agent_processor import AgentProcessor
@@ -177,6 +177,11 @@ class TrainingLoop:
         """Reset the environments, connect behaviors, and restore a checkpoint on ``resume``."""
         steps = self.stepper.reset()
         self.connect_behaviors()
+        if not self.trainers:
+            raise EnvironmentOutputError(
+                "the environment reports no behaviors after reset, so there is nothing to train; "
+                "check that its agents register a behavior before the first step"
+            )
         if resume and self.checkpointer.exists():
             self.load_run_state(self.checkpointer.load(self.trainers))
             for trainer in self.trainers.values():

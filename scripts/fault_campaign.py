@@ -1,0 +1,461 @@
+"""Fault campaign: kill, starve and feed garbage to ``ghost-learn``, and check that nothing is lost.
+
+Run on purpose (several minutes), from the repository root::
+
+    python scripts/fault_campaign.py [--kills 20] [--worker-kills 5] [--out campaign.json]
+
+1. **kill -9** of a self-play tennis run with 2 environment workers at ``--kills`` moments: random
+   ones, and ones timed to land inside a checkpoint write or a snapshot write. After every kill the
+   last checkpoint is loaded into a fresh session, which must equal it (snapshot window, ratings,
+   counters, learning team, RNG states); then ``--resume`` continues, and the run finishes.
+2. **An environment worker killed** ``--worker-kills`` times: each is restarted and the run ends
+   normally. Then a run with ``--max-lifetime-restarts 1`` whose workers die twice: a clear error,
+   a checkpoint, and ``--resume`` finishes it.
+3. **A full disk and a read-only one** (a small tmpfs; needs root and ``mount``, else skipped and
+   said so): a clear error, the last checkpoint intact, and ``--resume`` finishes once there is room.
+4. **Malformed inputs** (``tests/malformed_inputs.py``): each a clear error with exit code 2 and no
+   traceback; afterwards the same run id starts (or resumes) cleanly.
+
+Prints the table (fault, count, survived, data lost) and writes every detail to ``--out``.
+
+Size: one script per campaign keeps the four parts, their shared process helpers and the report
+readable top to bottom (~400 lines).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.malformed_inputs import MALFORMED_INPUTS  # noqa: E402
+
+CONFIG = """\
+behaviors:
+  Tennis:
+    hyperparameters: {{batch_size: 512, buffer_size: 4096}}
+    network_settings: {{hidden_units: 256, num_layers: 2}}
+    max_steps: {max_steps}
+    summary_freq: 5000
+    checkpoint_interval: 10000
+    keep_checkpoints: 3
+    self_play: {{save_steps: 5000, team_change: 20000, swap_steps: 2000, window: 6}}
+env_settings: {{env_path: tennis, seed: 7, num_envs: 2}}
+"""
+
+
+@attrs.define
+class Outcome:
+    """One row of the report."""
+
+    fault: str
+    count: int = 0
+    survived: int = 0
+    data_lost: int = 0
+    details: list[str] = attrs.Factory(list)
+
+    def record(self, survived: bool, lost: bool, detail: str) -> None:
+        self.count += 1
+        self.survived += int(survived)
+        self.data_lost += int(lost)
+        self.details.append(detail)
+        print(f"  [{self.fault}] {'ok' if survived and not lost else 'FAILED'}: {detail}")
+
+
+# -- processes ---------------------------------------------------------------------------------
+def _learn_command(config: Path, results: Path, run_id: str, *flags: str) -> list[str]:
+    return [sys.executable, "-m", "ghost.running.cli", str(config), "--run-id", run_id,
+            "--results-dir", str(results), *flags]  # fmt: skip
+
+
+def start(command: list[str], log: Path) -> subprocess.Popen:
+    """A ``ghost-learn`` in its own process group (so kill -9 reaches its workers too)."""
+    handle = log.open("w")
+    return subprocess.Popen(command, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT,
+                            start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+
+
+def run(command: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def wait_for_line(log: Path, needle: str, timeout: float, process: subprocess.Popen) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        if log.exists() and needle in log.read_text(errors="replace"):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def wait_for_count(
+    log: Path, needle: str, count: int, timeout: float, process: subprocess.Popen
+) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        if log.exists() and log.read_text(errors="replace").count(needle) >= count:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def wait_for_temp_file(
+    folder: Path, pattern: str, timeout: float, process: subprocess.Popen
+) -> bool:
+    """Poll until a temporary file of an atomic write matching ``pattern`` exists."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        with contextlib.suppress(FileNotFoundError):
+            for entry in os.scandir(folder):
+                if entry.name.endswith(".tmp") and pattern in entry.name:
+                    return True
+        time.sleep(0.0002)
+    return False
+
+
+def descendants(pid: int) -> dict[int, list[int]]:
+    """``{parent: [children]}`` below ``pid``, read from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                children.setdefault(parent, []).append(int(entry.name))
+    tree: dict[int, list[int]] = {}
+    stack = [pid]
+    while stack:
+        current = stack.pop()
+        tree[current] = children.get(current, [])
+        stack.extend(tree[current])
+    return tree
+
+
+def environment_workers(pid: int) -> list[int]:
+    """The environment worker processes of ``ghost-learn`` ``pid`` (children of its forkserver)."""
+    tree = descendants(pid)
+    workers = []
+    for child in tree[pid]:
+        with contextlib.suppress(OSError):
+            if b"forkserver" in Path(f"/proc/{child}/cmdline").read_bytes():
+                workers.extend(tree.get(child, []))
+    return workers
+
+
+# -- checking a checkpoint ---------------------------------------------------------------------
+def _normalized(value: Any) -> Any:
+    return json.loads(json.dumps(value, sort_keys=True, default=lambda v: repr(v)))
+
+
+def verify_checkpoint(run_root: Path) -> list[str]:
+    """Problems found when the last checkpoint of ``run_root`` is loaded into a new session."""
+    import numpy as np
+    import torch
+
+    from ghost.config.environment import env_factory_for
+    from ghost.config.loader import load_options
+    from ghost.running.session import SelfPlaySession
+    from trainers.run_layout import RunLayout
+
+    layout = RunLayout(run_root)
+    if not layout.checkpoint_index_path.exists():
+        return []  # killed before the first checkpoint: nothing to restore
+    problems = []
+    try:
+        index = json.loads(layout.checkpoint_index_path.read_text())
+        saved = {name: torch.load(run_root / entry["file"], map_location="cpu", weights_only=False)
+                 for name, entry in index["behaviors"].items()}  # fmt: skip
+    except Exception as error:  # the campaign reports, whatever broke
+        return [f"checkpoint unreadable: {error!r}"]
+    options = load_options(layout.configuration_path)
+    env = env_factory_for(options)(worker_id=0, seed=0)
+    from envs.stepping import InProcessStepper
+
+    session = SelfPlaySession(options=options, stepper=InProcessStepper(env), layout=layout)
+    try:
+        session.start(resume=True)
+        if _normalized(session.controller.state_dict()) != _normalized(
+            index["run_state"]["controller"]
+        ):
+            problems.append("controller (learning team, ratings) differs")
+        for name, state in saved.items():
+            ghost = session.ghosts[name]
+            if _normalized(ghost.state.state_dict()) != _normalized(state["ghost"]):
+                problems.append(f"{name}: self-play state (window, counters, Elo) differs")
+            inner = ghost.trainer
+            if inner.step != state["trainer"]["step"]:
+                problems.append(f"{name}: step {inner.step} != {state['trainer']['step']}")
+            if _normalized(inner.rng.bit_generator.state) != _normalized(
+                state["trainer"]["rng"]["numpy"]
+            ):
+                problems.append(f"{name}: numpy RNG differs")
+            if not torch.equal(torch.get_rng_state(), state["trainer"]["rng"]["torch"]):
+                problems.append(f"{name}: torch RNG differs")
+            weights = ghost.trainer.policy.get_weights()
+            for key, value in state["trainer"]["policy"]["weights"].items():
+                if not np.array_equal(weights[key].numpy(), value.numpy()):
+                    problems.append(f"{name}: weight {key} differs")
+                    break
+            for snapshot in state["ghost"]["window"]:
+                path = snapshot.get("path")
+                if path and not Path(path).is_file():
+                    problems.append(f"{name}: snapshot {path} missing")
+    finally:
+        session.stepper.close()
+    return problems
+
+
+def saved_step(run_root: Path) -> int:
+    index = run_root / "checkpoint.json"
+    if not index.exists():
+        return 0
+    return json.loads(index.read_text())["behaviors"]["Tennis"]["step"]
+
+
+# -- 1. kill -9 --------------------------------------------------------------------------------
+def kill_campaign(work: Path, kills: int, rng: random.Random) -> Outcome:
+    outcome = Outcome("kill -9 of ghost-learn (2 env workers)")
+    config = work / "kill.yaml"
+    config.write_text(CONFIG.format(max_steps=10**8))
+    results, run_id = work / "results", "kill"
+    root = results / run_id
+    moments = ["checkpoint write", "snapshot write", "random", "random", "random"]
+    for number in range(kills):
+        moment = moments[number % len(moments)]
+        flags = ["--resume"] if root.exists() else []
+        log = work / f"kill-{number}.log"
+        before = saved_step(root)
+        process = start(_learn_command(config, results, run_id, *flags), log)
+        started = wait_for_line(log, "Step:", 120, process)
+        if moment == "checkpoint write":
+            hit = wait_for_temp_file(root / "Tennis" / "checkpoints", "Tennis-", 60, process)
+        elif moment == "snapshot write":
+            hit = wait_for_temp_file(root / "Tennis" / "snapshots", "snapshot-", 60, process)
+        else:
+            time.sleep(rng.uniform(0.0, 6.0))
+            hit = True
+        still_running = process.poll() is None
+        kill_group(process)
+        problems = verify_checkpoint(root)
+        after = saved_step(root)
+        detail = (
+            f"kill {number + 1} during {moment}{'' if hit else ' (window missed)'}: "
+            f"started={started}, checkpoint step {before} -> {after}, "
+            f"{'; '.join(problems) or 'restored state equals the checkpoint'}"
+        )
+        outcome.record(started and still_running and not problems, bool(problems), detail)
+    # the run finishes: the same run resumed with a budget just above where it stands
+    final = work / "kill-final.yaml"
+    target = saved_step(root) + 20000
+    final.write_text(CONFIG.format(max_steps=target))
+    done = run(_learn_command(final, results, run_id, "--resume"))
+    finished = done.returncode == 0 and (root / "Tennis.pt").is_file()
+    outcome.details.append(
+        f"final --resume to step {target}: exit {done.returncode}, final policy "
+        f"{'written' if finished else 'MISSING'}, checkpoint step {saved_step(root)}"
+    )
+    print("  " + outcome.details[-1])
+    if not finished:
+        outcome.data_lost += 1
+        print(done.stderr[-2000:])
+    return outcome
+
+
+# -- 2. environment workers killed -------------------------------------------------------------
+def worker_campaign(work: Path, worker_kills: int) -> list[Outcome]:
+    restarted = Outcome("env worker killed (restarted)")
+    config = work / "workers.yaml"
+    config.write_text(CONFIG.format(max_steps=250_000))
+    results = work / "results"
+    log = work / "workers.log"
+    flags = ["--max-lifetime-restarts", "10", "--restarts-rate-limit-n", "-1"]
+    process = start(_learn_command(config, results, "workers", *flags), log)
+    wait_for_line(log, "Step:", 120, process)
+    for number in range(worker_kills):
+        time.sleep(2.0)
+        workers = environment_workers(process.pid)
+        if process.poll() is not None or not workers:
+            restarted.record(False, False, f"kill {number + 1}: no worker to kill")
+            continue
+        os.kill(workers[number % len(workers)], signal.SIGKILL)
+        found = wait_for_count(log, "restarting it (restart", number + 1, 60, process)
+        restarted.record(found, False, f"kill {number + 1}: worker killed, restart logged={found}")
+    code = process.wait(timeout=900)
+    text = log.read_text(errors="replace")
+    ended = code == 0 and "Exported" in text and "Traceback" not in text
+    restarted.details.append(f"run ended with exit {code}, final policy exported={ended}")
+    print("  " + restarted.details[-1])
+    if not ended:
+        restarted.survived = 0
+
+    limit = Outcome("env worker past max_lifetime_restarts")
+    log = work / "limit.log"
+    flags = ["--max-lifetime-restarts", "1", "--restarts-rate-limit-n", "-1"]
+    process = start(_learn_command(config, results, "limit", *flags), log)
+    wait_for_line(log, "Step:", 120, process)
+    for _ in range(2):
+        time.sleep(2.0)
+        for pid in environment_workers(process.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        wait_for_count(log, "restarting it (restart", 2, 30, process)
+    code = process.wait(timeout=300)
+    text = log.read_text(errors="replace")
+    root = results / "limit"
+    clear = code == 2 and "is not restarted again" in text and "Traceback" not in text
+    problems = verify_checkpoint(root)
+    resumed = run(_learn_command(config, results, "limit", "--resume"))
+    detail = (f"exit {code}, clear error={clear}, checkpoint step {saved_step(root)} "
+              f"({'; '.join(problems) or 'intact'}), --resume exit {resumed.returncode}")  # fmt: skip
+    limit.record(clear and resumed.returncode == 0, bool(problems), detail)
+    return [restarted, limit]
+
+
+# -- 3. disks ----------------------------------------------------------------------------------
+@contextlib.contextmanager
+def tmpfs(path: Path, size: str) -> Iterator[bool]:
+    path.mkdir(parents=True, exist_ok=True)
+    mounted = (
+        run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)]).returncode == 0
+    )
+    try:
+        yield mounted
+    finally:
+        if mounted:
+            run(["umount", "-l", str(path)])
+
+
+def disk_campaign(work: Path) -> list[Outcome]:
+    full = Outcome("results disk full (3 MB tmpfs)")
+    readonly = Outcome("results disk turns read-only mid-run")
+    at_start = Outcome("results dir unwritable at start")
+    config = work / "disk.yaml"
+    config.write_text(CONFIG.format(max_steps=10**8))
+    disk = work / "disk"
+    with tmpfs(disk, "3m") as mounted:
+        if not mounted:
+            for outcome in (full, readonly, at_start):
+                outcome.details.append("skipped: mounting a tmpfs needs root and mount(8)")
+            return [full, readonly, at_start]
+        done = run(_learn_command(config, disk, "full"), timeout=900)
+        root = disk / "full"
+        clear = done.returncode == 2 and "No space left on device" in done.stderr
+        clear = clear and "Traceback" not in done.stderr
+        problems = verify_checkpoint(root) if root.exists() else ["run folder gone"]
+        step = saved_step(root)
+        run(["mount", "-o", "remount,size=256m", str(disk)])
+        final = work / "disk-final.yaml"
+        final.write_text(CONFIG.format(max_steps=step + 10000))
+        resumed = run(_learn_command(final, disk, "full", "--resume"))
+        full.record(clear and resumed.returncode == 0, bool(problems),
+                    f"exit {done.returncode}: {done.stderr.strip().splitlines()[-1][:200]}; "
+                    f"checkpoint step {step} {'; '.join(problems) or 'intact'}; after making "
+                    f"room --resume exit {resumed.returncode}")  # fmt: skip
+
+        log = work / "readonly.log"
+        process = start(_learn_command(config, disk, "ro"), log)
+        wait_for_line(log, "Checkpoint written", 180, process)
+        run(["mount", "-o", "remount,ro", str(disk)])
+        code = process.wait(timeout=300)
+        text = log.read_text(errors="replace")
+        clear = code == 2 and "Read-only file system" in text and "Traceback" not in text
+        problems = verify_checkpoint(disk / "ro")
+        step = saved_step(disk / "ro")
+        started = run(_learn_command(config, disk, "new-run"))
+        at_start.record(started.returncode == 2 and "Traceback" not in started.stderr, False,
+                        f"exit {started.returncode}: {started.stderr.strip()[-200:]}")  # fmt: skip
+        run(["mount", "-o", "remount,rw", str(disk)])
+        final.write_text(CONFIG.format(max_steps=step + 10000))
+        resumed = run(_learn_command(final, disk, "ro", "--resume"))
+        readonly.record(clear and resumed.returncode == 0, bool(problems),
+                        f"exit {code}, clear error={clear}, checkpoint step {step} "
+                        f"{'; '.join(problems) or 'intact'}; writable again: --resume exit "
+                        f"{resumed.returncode}")  # fmt: skip
+    return [full, readonly, at_start]
+
+
+# -- 4. malformed inputs -----------------------------------------------------------------------
+def malformed_campaign(work: Path) -> Outcome:
+    outcome = Outcome("malformed input (config, flag, env)")
+    results = work / "malformed"
+    good = work / "good.yaml"
+    good.write_text(json.dumps({
+        "default_settings": {"hyperparameters": {"batch_size": 32, "buffer_size": 128},
+                             "network_settings": {"hidden_units": 8}, "max_steps": 600,
+                             "summary_freq": 200, "checkpoint_interval": 200,
+                             "self_play": {"save_steps": 100, "team_change": 200}},
+        "env_settings": {"env_path": "tests.contract_envs:healthy", "seed": 1},
+    }))  # fmt: skip
+    for number, case in enumerate(MALFORMED_INPUTS):
+        run_id = f"case-{number}"
+        argv = case.argv(work, good)
+        done = run(_learn_command(*argv[:1], results, run_id, *argv[1:]) if argv else [])
+        clear = done.returncode == 2 and "Traceback" not in done.stderr
+        clear = clear and case.expect in done.stderr
+        root = results / run_id
+        follow = ["--resume"] if root.exists() else []
+        again = run(_learn_command(good, results, run_id, *follow))
+        ok = clear and again.returncode == 0
+        last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+        outcome.record(ok, again.returncode != 0,
+                       f"{case.label}: exit {done.returncode}, {last[:160]!r}; then "
+                       f"{'--resume' if follow else 'a fresh start'} exit {again.returncode}")  # fmt: skip
+    return outcome
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--worker-kills", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=Path("fault-campaign.json"))
+    parser.add_argument("--parts", default="kill,workers,disk,malformed",
+                        help="comma-separated parts to run")  # fmt: skip
+    args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    rng = random.Random(args.seed)
+    outcomes: list[Outcome] = []
+    with tempfile.TemporaryDirectory(prefix="ghost-faults-") as folder:
+        work = Path(folder)
+        if "malformed" in parts:
+            print("== malformed inputs")
+            outcomes.append(malformed_campaign(work))
+        if "workers" in parts:
+            print("== environment workers")
+            outcomes.extend(worker_campaign(work, args.worker_kills))
+        if "disk" in parts:
+            print("== disks")
+            outcomes.extend(disk_campaign(work))
+        if "kill" in parts:
+            print("== kill -9")
+            outcomes.append(kill_campaign(work, args.kills, rng))
+    print("\n| fault | count | survived | data lost |\n|---|---|---|---|")
+    for outcome in outcomes:
+        print(f"| {outcome.fault} | {outcome.count} | {outcome.survived} | {outcome.data_lost} |")
+    args.out.write_text(json.dumps([attrs.asdict(o) for o in outcomes], indent=2))
+    failed = any(o.survived < o.count or o.data_lost for o in outcomes)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

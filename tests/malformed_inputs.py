@@ -1,0 +1,140 @@
+"""Malformed inputs a user can hand ``ghost-learn``: each must end in one clear message (exit
+code 2, no traceback) and leave nothing behind that stops the same run id from starting or
+resuming once the input is fixed. ``scripts/fault_campaign.py`` runs them all as subprocesses;
+``tests/test_malformed_inputs.py`` runs them in-process.
+
+Each case is a config text (or the good config), flags, and a piece of the expected message.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+
+GOOD = None  # the case uses the campaign's good config
+
+
+@attrs.frozen
+class MalformedInput:
+    label: str
+    expect: str
+    yaml: str | None = GOOD
+    flags: tuple[str, ...] = ()
+    config_path: str | None = None  # a path given as is (missing file, a folder)
+
+    def argv(self, work: Path, good: Path) -> list[str]:
+        """``[config, *flags]`` for this case, writing its config into ``work``."""
+        if self.config_path is not None:
+            config = Path(self.config_path.format(work=work))
+        elif self.yaml is None:
+            config = good
+        else:
+            config = work / f"{abs(hash(self.label))}.yaml"
+            config.write_text(self.yaml)
+        return [str(config), *self.flags]
+
+
+ENV = "env_settings: {env_path: 'tests.contract_envs:healthy'}\n"
+SELF_PLAY = "    self_play: {save_steps: 100}\n"
+
+
+def behavior(lines: str) -> str:
+    """A config with behavior Duel set by ``lines`` (indented under it)."""
+    return "behaviors:\n  Duel:\n" + lines + SELF_PLAY + ENV
+
+
+MALFORMED_INPUTS = [
+    # -- configs
+    MalformedInput("unknown top-level key", "unknown key", "behaviours: {}\n" + ENV),
+    MalformedInput("misspelt key", "did you mean 'max_steps'", behavior("    max_step: 100\n")),
+    MalformedInput("wrong type", "max_steps", behavior("    max_steps: lots\n")),
+    MalformedInput(
+        "gamma out of range", "gamma", behavior("    reward_signals: {extrinsic: {gamma: 1.5}}\n")
+    ),
+    MalformedInput(
+        "negative batch", "batch_size", behavior("    hyperparameters: {batch_size: -4}\n")
+    ),
+    MalformedInput(
+        "batch above buffer",
+        "is larger than buffer_size",
+        behavior("    hyperparameters: {batch_size: 512, buffer_size: 256}\n"),
+    ),
+    MalformedInput(
+        "duplicate behavior key",
+        "duplicate key 'Duel'",
+        "behaviors:\n  Duel: {max_steps: 10}\n  Duel: {max_steps: 20}\n" + ENV,
+    ),
+    MalformedInput("YAML syntax", "not valid YAML", "behaviors: [\n"),
+    MalformedInput("config is a list", "expected", "- behaviors\n"),
+    MalformedInput("missing config file", "not found", config_path="{work}/nope.yaml"),
+    MalformedInput("config is a folder", "is a folder", config_path="{work}"),
+    MalformedInput("unknown trainer_type", "trainer_type", behavior("    trainer_type: dqn\n")),
+    MalformedInput(
+        "unknown self_play key",
+        "unknown key",
+        "behaviors:\n  Duel:\n    self_play: {windw: 3}\n" + ENV,
+    ),
+    MalformedInput(
+        "unknown sampling strategy",
+        "sampling strategy",
+        "behaviors:\n  Duel:\n    self_play: {sampling: {strategy: best}}\n" + ENV,
+    ),
+    MalformedInput("poca trainer", "not supported", behavior("    trainer_type: poca\n")),
+    MalformedInput(
+        "recurrent memory",
+        "not supported yet",
+        behavior("    network_settings: {memory: {memory_size: 64}}\n"),
+    ),
+    MalformedInput(
+        "unknown schedule",
+        "learning_rate_schedule",
+        behavior("    hyperparameters: {learning_rate_schedule: sometimes}\n"),
+    ),
+    # -- flags
+    MalformedInput("--num-envs 0", "--num-envs", flags=("--num-envs", "0")),
+    MalformedInput("--num-envs abc", "--num-envs", flags=("--num-envs", "abc")),
+    MalformedInput("--seed x", "--seed", flags=("--seed", "x")),
+    MalformedInput("--time-scale -1", "--time-scale", flags=("--time-scale", "-1")),
+    MalformedInput("--torch-device gpu", "not a torch device", flags=("--torch-device", "gpu")),
+    MalformedInput("--resume --force", "contradict", flags=("--resume", "--force")),
+    MalformedInput("--run-id ../x", "cannot name a folder", flags=("--run-id", "../x")),
+    MalformedInput(
+        "--initialize-from a missing run",
+        "cannot initialize from",
+        flags=("--initialize-from", "no-such-run"),
+    ),
+    # -- environments
+    MalformedInput("no such module", "no_such_module", flags=("--env", "no_such_module:make")),
+    MalformedInput("not a game, module or build", "nosuchgame", flags=("--env", "nosuchgame")),
+    MalformedInput(
+        "callable returns a dict",
+        "not an mlagents_envs",
+        flags=("--env", "tests.fake_envs:not_an_env"),
+    ),
+    MalformedInput("not callable", "NOT_CALLABLE", flags=("--env", "tests.fake_envs:NOT_CALLABLE")),
+    MalformedInput(
+        "constructor raises",
+        "could not be created",
+        flags=("--env", "tests.worker_envs:raise_on_create"),
+    ),
+    MalformedInput(
+        "teams with different specs", "Duel", flags=("--env", "tests.fake_envs:make_mismatched")
+    ),
+    MalformedInput("no behaviors", "no behaviors", flags=("--env", "tests.fake_envs:make_empty")),
+    # -- what the environment returns while training
+    *[
+        MalformedInput(
+            f"env step: {fault}", expect, flags=("--env", f"tests.contract_envs:{fault}")
+        )
+        for fault, expect in [
+            ("nan_obs", "holds NaN or infinite values"),
+            ("inf_reward", "reward holds NaN or infinite values"),
+            ("wrong_obs_shape", "observation 0 has shape"),
+            ("wrong_mask_shape", "action masks for 2 discrete branches"),
+            ("spec_change", "changed between steps"),
+            ("wrong_types", "a BaseEnv returns (DecisionSteps, TerminalSteps)"),
+            ("raises", "raised during step"),
+        ]
+    ],
+]

@@ -1,0 +1,41 @@
+"""Every malformed input of ``tests/malformed_inputs.py``: one clear message, exit code 2, and a
+run folder that is either gone or holds a checkpoint to resume from."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ghost.running import cli
+from tests.malformed_inputs import MALFORMED_INPUTS
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+GOOD = {
+    "default_settings": {
+        "hyperparameters": {"batch_size": 32, "buffer_size": 128},
+        "network_settings": {"hidden_units": 8},
+        "max_steps": 600,
+        "summary_freq": 200,
+        "checkpoint_interval": 200,
+        "self_play": {"save_steps": 100, "team_change": 200},
+    },
+    "env_settings": {"env_path": "tests.contract_envs:healthy", "seed": 1},
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED_INPUTS, ids=[c.label for c in MALFORMED_INPUTS])
+def test_malformed_input_is_one_clear_error(tmp_path, capsys, case):
+    good = tmp_path / "good.yaml"
+    good.write_text(json.dumps(GOOD))
+    config, *flags = case.argv(tmp_path, good)
+    results = tmp_path / "results"
+    if "--run-id" not in flags:
+        flags += ["--run-id", "r"]
+    code = cli.main([config, "--results-dir", str(results), *flags])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert case.expect in err and "Traceback" not in err
+    run = results / "r"
+    assert not run.exists() or (run / "checkpoint.json").is_file()
