@@ -10,10 +10,12 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 import traceback
 from collections.abc import Callable
 
 from ghost.exceptions import GhostError
+from trainers.exceptions import is_disk_write_error
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -32,6 +34,8 @@ def run_command(prog: str, body: Callable[[], int], *, debug: Callable[[], bool]
 
     ``debug()`` is asked only after a failure (the options that set it may be read in ``body``).
     """
+    previous_hook = threading.excepthook
+    threading.excepthook = _quiet_disk_errors_in_threads
     try:
         return body()
     except GhostError as error:
@@ -45,6 +49,17 @@ def run_command(prog: str, body: Callable[[], int], *, debug: Callable[[], bool]
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
+    finally:
+        threading.excepthook = previous_hook
+
+
+def _quiet_disk_errors_in_threads(args: threading.ExceptHookArgs) -> None:
+    """TensorBoard writes event files from a thread of its own; when the disk fills up, that
+    thread dies and the next summary in the main thread raises the same error, which the run
+    turns into its one-line message. The thread's own traceback would only bury that line."""
+    if is_disk_write_error(args.exc_value):
+        return
+    threading.__excepthook__(args)
 
 
 def _silence_stdout() -> None:

@@ -310,8 +310,10 @@ def worker_campaign(work: Path, worker_kills: int) -> list[Outcome]:
 
     limit = Outcome("env worker past max_lifetime_restarts")
     log = work / "limit.log"
+    long_run = work / "limit.yaml"
+    long_run.write_text(CONFIG.format(max_steps=10**8))
     flags = ["--max-lifetime-restarts", "1", "--restarts-rate-limit-n", "-1"]
-    process = start(_learn_command(config, results, "limit", *flags), log)
+    process = start(_learn_command(long_run, results, "limit", *flags), log)
     wait_for_line(log, "Step:", 120, process)
     for _ in range(2):
         time.sleep(2.0)
@@ -324,7 +326,8 @@ def worker_campaign(work: Path, worker_kills: int) -> list[Outcome]:
     root = results / "limit"
     clear = code == 2 and "is not restarted again" in text and "Traceback" not in text
     problems = verify_checkpoint(root)
-    resumed = run(_learn_command(config, results, "limit", "--resume"))
+    long_run.write_text(CONFIG.format(max_steps=saved_step(root) + 10000))
+    resumed = run(_learn_command(long_run, results, "limit", "--resume"))
     detail = (f"exit {code}, clear error={clear}, checkpoint step {saved_step(root)} "
               f"({'; '.join(problems) or 'intact'}), --resume exit {resumed.returncode}")  # fmt: skip
     limit.record(clear and resumed.returncode == 0, bool(problems), detail)

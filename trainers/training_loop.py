@@ -18,6 +18,7 @@ and the policy queues), so the loop never asks what kind of trainer it drives.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -205,8 +206,9 @@ class TrainingLoop:
         except OSError as error:
             if not is_disk_write_error(error):
                 raise
+            target = os.fsdecode(error.filename) if error.filename else "to the run folder"
             raise ResultsWriteError(
-                f"cannot write {error.filename or 'to the run folder'}: {error.strerror}. "
+                f"cannot write {target}: {error.strerror}. "
                 f"{self._last_checkpoint_text()}"
             ) from error
 
