@@ -163,8 +163,27 @@ def environment_workers(pid: int) -> list[int]:
 
 
 # -- checking a checkpoint ---------------------------------------------------------------------
-def _normalized(value: Any) -> Any:
-    return json.loads(json.dumps(value, sort_keys=True, default=lambda v: repr(v)))
+def differences(left: Any, right: Any, where: str = "") -> list[str]:
+    """Key paths where two nested states differ (tensors and arrays compared exactly)."""
+    import numpy as np
+    import torch
+
+    if isinstance(left, dict) and isinstance(right, dict):
+        keys = sorted(set(left) | set(right), key=str)
+        return [d for k in keys for d in differences(left.get(k), right.get(k), f"{where}.{k}")]
+    if isinstance(left, list | tuple) and isinstance(right, list | tuple):
+        if len(left) != len(right):
+            return [f"{where}: length {len(left)} != {len(right)}"]
+        return [
+            d
+            for i, (a, b) in enumerate(zip(left, right, strict=False))
+            for d in differences(a, b, f"{where}[{i}]")
+        ]
+    if isinstance(left, torch.Tensor) and isinstance(right, torch.Tensor):
+        return [] if torch.equal(left, right) else [where]
+    if isinstance(left, np.ndarray) or isinstance(right, np.ndarray):
+        return [] if np.array_equal(left, right) else [where]
+    return [] if left == right else [f"{where}: {left!r} != {right!r}"[:200]]
 
 
 def verify_checkpoint(run_root: Path) -> list[str]:
@@ -194,21 +213,17 @@ def verify_checkpoint(run_root: Path) -> list[str]:
     session = SelfPlaySession(options=options, stepper=InProcessStepper(env), layout=layout)
     try:
         session.start(resume=True)
-        if _normalized(session.controller.state_dict()) != _normalized(
-            index["run_state"]["controller"]
-        ):
-            problems.append("controller (learning team, ratings) differs")
+        controller = json.loads(json.dumps(session.controller.state_dict()))
+        problems += differences(controller, index["run_state"]["controller"], "controller")
         for name, state in saved.items():
             ghost = session.ghosts[name]
-            if _normalized(ghost.state.state_dict()) != _normalized(state["ghost"]):
-                problems.append(f"{name}: self-play state (window, counters, Elo) differs")
+            problems += differences(ghost.state.state_dict(), state["ghost"], f"{name}.ghost")
             inner = ghost.trainer
             if inner.step != state["trainer"]["step"]:
                 problems.append(f"{name}: step {inner.step} != {state['trainer']['step']}")
-            if _normalized(inner.rng.bit_generator.state) != _normalized(
-                state["trainer"]["rng"]["numpy"]
-            ):
-                problems.append(f"{name}: numpy RNG differs")
+            problems += differences(
+                inner.rng.bit_generator.state, state["trainer"]["rng"]["numpy"], f"{name}.rng"
+            )
             if not torch.equal(torch.get_rng_state(), state["trainer"]["rng"]["torch"]):
                 problems.append(f"{name}: torch RNG differs")
             weights = ghost.trainer.policy.get_weights()

@@ -471,3 +471,7 @@ def test_resume_keeps_an_evicted_opponent(tmp_path):
     assert weights_equal(restored.snapshot.weights, playing.snapshot.weights)
     assert weights_equal(twin.ghost.acting_policy(BehaviorId("Arena", 1)).get_weights(),
                          playing.snapshot.weights)  # fmt: skip
+    # the restored state saves as it was saved: an evicted snapshot keeps no file path
+    saved = rig.ghost.state.state_dict()["opponents"]["1"][0]["snapshot"]
+    assert saved["path"] is None
+    assert twin.ghost.state.state_dict()["opponents"]["1"][0]["snapshot"] == saved

@@ -193,8 +193,9 @@ class SelfPlayState:
         assert snapshot is not None
         if self.window.by_id(snapshot.snapshot_id) is snapshot:
             return {"snapshot_id": snapshot.snapshot_id}
-        # the latest copy, or a snapshot evicted while still in play: keep its weights
-        return {"snapshot": snapshot.metadata(), "weights": snapshot.weights}
+        # the latest copy, or a snapshot evicted while still in play: keep its weights (an
+        # evicted snapshot's file goes with the next checkpoint, so no path is kept)
+        return {"snapshot": {**snapshot.metadata(), "path": None}, "weights": snapshot.weights}
 
     def _restore_opponent(self, entry: dict[str, Any]) -> Opponent:
         if "fixed" in entry:
