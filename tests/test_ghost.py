@@ -459,6 +459,8 @@ def test_resume_keeps_an_evicted_opponent(tmp_path):
         rig.ghost.advance()  # the first advance draws the opponent before it snapshots again
         if i == 0:
             (playing,) = rig.opponents(1)
+            rig.ghost.state_dict()  # a checkpoint: snapshot 0 gets its file
+    assert playing.snapshot.path is not None
     assert [s.snapshot_id for s in rig.ghost.state.window] == [3, 4]
     assert playing.snapshot.snapshot_id == 0  # evicted, but still the opponent until a swap
     assert rig.opponents(1) == [playing]
