@@ -9,6 +9,7 @@ deciding agents on a step, agents that come and go.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -53,19 +54,20 @@ def _check_part(
         raise _error(behavior_id, part, f"has {len(observations)} observations, the behavior "
                      f"spec {len(expected)}")  # fmt: skip
     for index, (obs, obs_spec) in enumerate(zip(observations, expected, strict=True)):
-        shape = (agents, *obs_spec.shape)
-        if tuple(np.shape(obs)) != shape:
-            raise _error(behavior_id, part, f"observation {index} has shape "
-                         f"{tuple(np.shape(obs))}; the behavior spec says {shape} for {agents} "
+        shape = obs.shape
+        if shape[0] != agents or shape[1:] != obs_spec.shape:
+            raise _error(behavior_id, part, f"observation {index} has shape {shape}; the "
+                         f"behavior spec says {(agents, *obs_spec.shape)} for {agents} "
                          "agent(s)")  # fmt: skip
-        if not _all_finite(obs):
+        if agents and not _all_finite(obs):
             raise _error(behavior_id, part, f"observation {index} holds NaN or infinite values")
     for label, values in (("reward", reward), ("group_reward", group_reward)):
-        if np.shape(values) != (agents,):
-            raise _error(behavior_id, part, f"{label} has shape {np.shape(values)}, expected "
+        if values.shape != (agents,):
+            raise _error(behavior_id, part, f"{label} has shape {values.shape}, expected "
                          f"({agents},)")  # fmt: skip
-        if not _all_finite(values):
-            raise _error(behavior_id, part, f"{label} holds NaN or infinite values")
+    if agents and not _all_finite(reward, group_reward):
+        label = "reward" if not _all_finite(reward) else "group_reward"
+        raise _error(behavior_id, part, f"{label} holds NaN or infinite values")
 
 
 def _check_masks(
@@ -81,15 +83,17 @@ def _check_masks(
                          f"{np.shape(mask)}, expected ({agents}, {size})")  # fmt: skip
 
 
-def _all_finite(values: np.ndarray) -> bool:
-    """Whether every value is finite; a sum first, since one NaN or inf makes the sum so (the
-    element-wise test runs only then, to tell overflow from a bad value)."""
-    if values.dtype.kind != "f" or values.size == 0:
+def _all_finite(*arrays: np.ndarray) -> bool:
+    """Whether every value is finite. A sum first, since one NaN or inf makes the sum so (the
+    element-wise test runs only then, to tell an overflowing sum from a bad value); Python's
+    ``math.isfinite`` on the sum costs less than a numpy call."""
+    total = 0.0
+    for values in arrays:
+        if values.dtype.kind == "f":
+            total += float(values.sum())
+    if math.isfinite(total):
         return True
-    with np.errstate(over="ignore", invalid="ignore"):
-        if np.isfinite(values.sum()):
-            return True
-    return bool(np.isfinite(values).all())
+    return all(bool(np.isfinite(values).all()) for values in arrays if values.dtype.kind == "f")
 
 
 def _error(behavior_id: BehaviorId, part: str, problem: str) -> EnvironmentOutputError:

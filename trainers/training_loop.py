@@ -208,8 +208,7 @@ class TrainingLoop:
                 raise
             target = os.fsdecode(error.filename) if error.filename else "to the run folder"
             raise ResultsWriteError(
-                f"cannot write {target}: {error.strerror}. "
-                f"{self._last_checkpoint_text()}"
+                f"cannot write {target}: {error.strerror}. {self._last_checkpoint_text()}"
             ) from error
 
     def _last_checkpoint_text(self) -> str:
