@@ -31,8 +31,13 @@ setup(
         "pillow>=9",
     ],
     extras_require={
-        "dev": ["pytest>=7", "ruff>=0.4", "mypy>=1.8", "matplotlib>=3.6"],
+        "dev": [
+            "pytest>=7", "ruff>=0.4", "mypy>=1.8", "matplotlib>=3.6",
+            # newer onnx and onnxruntime need protobuf >= 4, which mlagents-envs cannot load
+            "onnx>=1.14,<1.18", "onnxruntime>=1.16,<1.21",
+        ],
         "plots": ["matplotlib>=3.6"],
+        "onnx": ["onnx>=1.14,<1.18"],
     },
     entry_points={
         "console_scripts": [

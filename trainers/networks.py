@@ -1,13 +1,15 @@
 """Network building blocks: observation encoders, the MLP body and value heads.
 
 Observations arrive as ML-Agents gives them: a list with one array per observation spec, rank 1
-(vectors, concatenated and optionally normalized) or rank 3 (images, height × width × channels).
+(vectors, concatenated and optionally normalized) or rank 3 (images: channels × height × width
+when the dimension properties say so, as ML-Agents 1.x builds report them, else height × width ×
+channels).
 """
 
 from __future__ import annotations
 
 import torch
-from mlagents_envs.base_env import ObservationSpec
+from mlagents_envs.base_env import DimensionProperty, ObservationSpec
 from torch import nn
 
 from trainers.exceptions import UnsupportedFeatureError
@@ -36,8 +38,26 @@ def mlp(input_size: int, hidden_units: int, num_layers: int) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
-def _visual_encoder(shape: tuple[int, ...], kind: EncoderType, output_size: int) -> nn.Module:
-    height, width, channels = shape
+#: the dimension properties of a channel-first image, as ML-Agents 1.x and its Unity package
+#: describe camera and render-texture observations (channels, height, width)
+CHANNELS_FIRST = (
+    DimensionProperty.NONE,
+    DimensionProperty.TRANSLATIONAL_EQUIVARIANCE,
+    DimensionProperty.TRANSLATIONAL_EQUIVARIANCE,
+)
+
+
+def is_channels_first(spec: ObservationSpec) -> bool:
+    """Whether an image observation is laid out (channels, height, width); otherwise it is
+    (height, width, channels), the layout of the built-in games and older builds."""
+    return tuple(spec.dimension_property) == CHANNELS_FIRST
+
+
+def _visual_encoder(spec: ObservationSpec, kind: EncoderType, output_size: int) -> nn.Module:
+    if is_channels_first(spec):
+        channels, height, width = spec.shape
+    else:
+        height, width, channels = spec.shape
     if kind not in SUPPORTED_ENCODERS:
         raise UnsupportedFeatureError(
             f"vis_encode_type '{kind.value}' is not supported yet; use one of "
@@ -81,9 +101,10 @@ class ObservationEncoder(nn.Module):
             RunningNormalizer(vector_size) if settings.normalize and vector_size else None
         )
         self.visual_encoders = nn.ModuleList(
-            _visual_encoder(obs_specs[i].shape, settings.vis_encode_type, settings.hidden_units)
+            _visual_encoder(obs_specs[i], settings.vis_encode_type, settings.hidden_units)
             for i in self.visual_indices
         )
+        self.channels_last = [not is_channels_first(obs_specs[i]) for i in self.visual_indices]
         self.output_size = vector_size + settings.hidden_units * len(self.visual_indices)
 
     def vector_part(self, obs: list[torch.Tensor]) -> torch.Tensor:
@@ -101,8 +122,10 @@ class ObservationEncoder(nn.Module):
         if self.vector_indices:
             vector = self.vector_part(obs)
             parts.append(self.normalizer(vector) if self.normalizer is not None else vector)
-        for index, encoder in zip(self.visual_indices, self.visual_encoders, strict=True):
-            parts.append(encoder(obs[index].permute(0, 3, 1, 2)))
+        visual = zip(self.visual_indices, self.visual_encoders, self.channels_last, strict=True)
+        for index, encoder, channels_last in visual:
+            image = obs[index].permute(0, 3, 1, 2) if channels_last else obs[index]
+            parts.append(encoder(image))
         return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
 
 

@@ -13,6 +13,7 @@
             snapshots/              snapshot-<id>.pt: self-play snapshots, one policy file each
             payoff.csv              self-play results per learner version and opponent
         <Behavior>.pt               the final policy of each behavior
+        <Behavior>.onnx             the same as a Unity ML-Agents brain (with the onnx extra)
 
 Behavior names may hold characters a file name cannot (``/``, ``:``...); those become ``_``.
 Nothing here writes: writers create the folders they write into.
@@ -107,6 +108,10 @@ class RunLayout:
 
     def payoff_path(self, behavior_name: str) -> Path:
         return self.behavior_dir(behavior_name) / "payoff.csv"
+
+    def final_onnx_path(self, behavior_name: str) -> Path:
+        """``<Behavior>.onnx``: the final policy as a Unity ML-Agents brain."""
+        return self.root / f"{safe_name(behavior_name)}.onnx"
 
     def final_policy_path(self, behavior_name: str) -> Path:
         """``<Behavior>.pt`` beside ``configuration.yaml``: the policy a finished run leaves."""

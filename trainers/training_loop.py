@@ -298,6 +298,20 @@ class TrainingLoop:
             self.timers.write(self.layout.timers_path)
             self.callbacks.emit("on_checkpoint", Checkpoint(steps=steps, index_path=index))
 
+    def _export_onnx(self, name: str, policy: Any) -> None:
+        """``<Behavior>.onnx`` beside the final policy, as ML-Agents writes it, when the policy is
+        a ``TorchPolicy`` and the onnx extra is installed."""
+        from trainers import onnx_export  # torch.onnx loads slowly: only at the end of a run
+        from trainers.policy import TorchPolicy
+
+        if not isinstance(policy, TorchPolicy):
+            return
+        if not onnx_export.onnx_available():
+            logger.info("No %s.onnx: install the onnx extra to get Unity brains too", name)
+            return
+        path = onnx_export.export_onnx(policy, self.layout.final_onnx_path(name))
+        logger.info("Exported %s", path)
+
     def finish(self) -> None:
         """Write a last checkpoint and each behavior's final policy ``<run>/<Behavior>.pt``."""
         try:
@@ -306,8 +320,10 @@ class TrainingLoop:
                 for name, trainer in self.trainers.items():
                     behavior_id = next(b for b in self.processors if b.name == name)
                     path = self.layout.final_policy_path(name)
-                    trainer.get_policy(behavior_id).save(path)
+                    policy = trainer.get_policy(behavior_id)
+                    policy.save(path)
                     logger.info("Exported %s", path)
+                    self._export_onnx(name, policy)
                 self.status.record_checkpoint(self.trainers, final=True)
         finally:
             for trainer in self.trainers.values():
