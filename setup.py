@@ -43,6 +43,7 @@ setup(
         "console_scripts": [
             "ghost-learn=ghost.running.cli:main",
             "ghost-eval=ghost.evaluation.cli:main",
+            "ghost-export=ghost.running.export:main",
         ],
         "ghost.trainer_type": [
             "builtin=trainers.registry:builtin_trainer_types",

@@ -196,3 +196,34 @@ def test_without_the_onnx_package_the_error_says_what_to_install(tmp_path, monke
     monkeypatch.setattr(onnx_export, "onnx_available", lambda: False)
     with pytest.raises(UnsupportedFeatureError, match=r"pip install -e \"\.\[onnx\]\""):
         export_onnx(_policy(REFERENCE["vector_discrete"]["case"]), tmp_path / "x.onnx")
+
+
+def test_ghost_export_writes_every_policy_of_a_run(tmp_path, capsys):
+    import ghost
+    from ghost.running.export import main as ghost_export
+
+    config = {
+        "behaviors": {"Tennis": {
+            "hyperparameters": {"batch_size": 64, "buffer_size": 256},
+            "network_settings": {"hidden_units": 8}, "max_steps": 600,
+            "checkpoint_interval": 300, "self_play": {"save_steps": 200, "team_change": 400},
+        }},
+        "env_settings": {"env_path": "tennis", "seed": 0},
+    }  # fmt: skip
+    run = ghost.train(config, run_id="r", results_dir=tmp_path).run_dir
+    (run / "Tennis.onnx").unlink()
+    assert ghost_export([str(run), "--all"]) == 0
+    written = capsys.readouterr().out.splitlines()
+    sources = [Path(line.split(" -> ")[0]) for line in written]
+    assert run / "Tennis.pt" in sources
+    assert any("checkpoints" in str(s) for s in sources) and any(
+        "snapshots" in str(s) for s in sources
+    )
+    for line in written:
+        target = Path(line.split(" -> ")[1])
+        assert _interface(onnx.load(target))["outputs"][0]["name"] == "version_number"
+    chosen = tmp_path / "chosen.onnx"
+    checkpoint = next(s for s in sources if "checkpoints" in str(s))
+    assert ghost_export([str(checkpoint), "-o", str(chosen)]) == 0 and chosen.is_file()
+    assert ghost_export([str(tmp_path / "nothing")]) == 2
+    assert "no such policy file or run folder" in capsys.readouterr().err
