@@ -43,7 +43,7 @@ import attrs
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.malformed_inputs import MALFORMED_INPUTS  # noqa: E402
+from tests.malformed_inputs import GOOD_CONFIG, MALFORMED_INPUTS  # noqa: E402
 
 CONFIG = """\
 behaviors:
@@ -191,6 +191,7 @@ def verify_checkpoint(run_root: Path) -> list[str]:
     import numpy as np
     import torch
 
+    from envs.stepping import InProcessStepper
     from ghost.config.environment import env_factory_for
     from ghost.config.loader import load_options
     from ghost.running.session import SelfPlaySession
@@ -208,8 +209,6 @@ def verify_checkpoint(run_root: Path) -> list[str]:
         return [f"checkpoint unreadable: {error!r}"]
     options = load_options(layout.configuration_path)
     env = env_factory_for(options)(worker_id=0, seed=0)
-    from envs.stepping import InProcessStepper
-
     session = SelfPlaySession(options=options, stepper=InProcessStepper(env), layout=layout)
     try:
         session.start(resume=True)
@@ -417,13 +416,7 @@ def malformed_campaign(work: Path) -> Outcome:
     outcome = Outcome("malformed input (config, flag, env)")
     results = work / "malformed"
     good = work / "good.yaml"
-    good.write_text(json.dumps({
-        "default_settings": {"hyperparameters": {"batch_size": 32, "buffer_size": 128},
-                             "network_settings": {"hidden_units": 8}, "max_steps": 600,
-                             "summary_freq": 200, "checkpoint_interval": 200,
-                             "self_play": {"save_steps": 100, "team_change": 200}},
-        "env_settings": {"env_path": "tests.contract_envs:healthy", "seed": 1},
-    }))  # fmt: skip
+    good.write_text(json.dumps(GOOD_CONFIG))
     for number, case in enumerate(MALFORMED_INPUTS):
         run_id = f"case-{number}"
         argv = case.argv(work, good)

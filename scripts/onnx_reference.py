@@ -1,10 +1,11 @@
 """Record the ONNX interface ML-Agents 1.1 itself exports, as the fixture our exporter is checked
 against (``tests/fixtures/mlagents_onnx_interface.json``).
 
-Runs in the ML-Agents peer venv (``../shared/peers/setup-mlagents.sh``) with ``onnx`` added::
+Runs in the ML-Agents peer venv that ``../shared/peers/setup-mlagents.sh`` builds (at
+``$PEER_VENV``), with ``onnx`` added::
 
-    /tmp/peer-mlagents/bin/pip install onnx==1.15.0
-    /tmp/peer-mlagents/bin/python scripts/onnx_reference.py tests/fixtures/mlagents_onnx_interface.json
+    $PEER_VENV/bin/pip install onnx==1.15.0
+    $PEER_VENV/bin/python scripts/onnx_reference.py tests/fixtures/mlagents_onnx_interface.json
 
 For each behavior spec in ``CASES`` it builds ML-Agents' own PPO policy (``TorchPolicy`` with its
 ``SimpleActor``), exports it with ML-Agents' ``ModelSerializer`` and writes down what Unity's

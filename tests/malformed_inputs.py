@@ -12,7 +12,21 @@ from pathlib import Path
 
 import attrs
 
-GOOD = None  # the case uses the campaign's good config
+GOOD = None  # the case uses the good config
+
+#: a small self-play run of ``tests.contract_envs:healthy``: what each case breaks one part of,
+#: and what starts or resumes the run once the input is fixed
+GOOD_CONFIG = {
+    "default_settings": {
+        "hyperparameters": {"batch_size": 32, "buffer_size": 128},
+        "network_settings": {"hidden_units": 8},
+        "max_steps": 600,
+        "summary_freq": 200,
+        "checkpoint_interval": 200,
+        "self_play": {"save_steps": 100, "team_change": 200, "swap_steps": 50},
+    },
+    "env_settings": {"env_path": "tests.contract_envs:healthy", "seed": 1},
+}
 
 
 @attrs.frozen

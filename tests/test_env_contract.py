@@ -10,20 +10,9 @@ import pytest
 import ghost
 from ghost.running import cli
 from tests import contract_envs
+from tests.malformed_inputs import GOOD_CONFIG as CONFIG
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-CONFIG = {
-    "default_settings": {
-        "hyperparameters": {"batch_size": 32, "buffer_size": 128},
-        "network_settings": {"hidden_units": 8},
-        "max_steps": 600,
-        "summary_freq": 200,
-        "checkpoint_interval": 200,
-        "self_play": {"save_steps": 100, "team_change": 200, "swap_steps": 50},
-    },
-    "env_settings": {"seed": 4},
-}
 
 
 @pytest.mark.parametrize(

@@ -8,27 +8,15 @@ import json
 import pytest
 
 from ghost.running import cli
-from tests.malformed_inputs import MALFORMED_INPUTS
+from tests.malformed_inputs import GOOD_CONFIG, MALFORMED_INPUTS
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-GOOD = {
-    "default_settings": {
-        "hyperparameters": {"batch_size": 32, "buffer_size": 128},
-        "network_settings": {"hidden_units": 8},
-        "max_steps": 600,
-        "summary_freq": 200,
-        "checkpoint_interval": 200,
-        "self_play": {"save_steps": 100, "team_change": 200},
-    },
-    "env_settings": {"env_path": "tests.contract_envs:healthy", "seed": 1},
-}
 
 
 @pytest.mark.parametrize("case", MALFORMED_INPUTS, ids=[c.label for c in MALFORMED_INPUTS])
 def test_malformed_input_is_one_clear_error(tmp_path, capsys, case):
     good = tmp_path / "good.yaml"
-    good.write_text(json.dumps(GOOD))
+    good.write_text(json.dumps(GOOD_CONFIG))
     config, *flags = case.argv(tmp_path, good)
     results = tmp_path / "results"
     if "--run-id" not in flags:

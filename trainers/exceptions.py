@@ -1,6 +1,9 @@
 """The errors of the trainer stack (all ``GhostError``s: a problem the user can fix)."""
 
+import contextlib
 import errno
+import os
+from collections.abc import Callable, Iterator
 
 from envs.exceptions import GhostError
 
@@ -33,3 +36,16 @@ DISK_WRITE_ERRNOS = frozenset(
 
 def is_disk_write_error(error: BaseException) -> bool:
     return isinstance(error, OSError) and error.errno in DISK_WRITE_ERRNOS
+
+
+@contextlib.contextmanager
+def results_write_errors(advice: Callable[[], str] = lambda: "") -> Iterator[None]:
+    """Turn a full, read-only or foreign disk under the block into a ``ResultsWriteError`` naming
+    the file, followed by ``advice()`` (asked only then); other errors pass unchanged."""
+    try:
+        yield
+    except OSError as error:
+        if not is_disk_write_error(error):
+            raise
+        target = os.fsdecode(error.filename) if error.filename else "to the run folder"
+        raise ResultsWriteError(f"cannot write {target}: {error.strerror}{advice()}") from error

@@ -70,19 +70,15 @@ class UnityPolicyGraph(nn.Module):
     def forward(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         obs = list(inputs[: self.observation_count])
         blocked = inputs[self.observation_count] < 0.5 if self.branches else None
-        heads = self.actor.head_outputs(obs, blocked)
-        dist = self.actor.distribution(heads)
+        dist = self.actor(obs, blocked)
+        sampled_continuous, sampled_discrete = dist.sample()
+        greedy_continuous, greedy_discrete = dist.most_likely()
         outputs = [self.version_number, self.memory_size]
         if self.continuous_size:
-            mean = heads["mean"]
-            sampled = mean + torch.randn_like(mean) * heads["log_std"].exp()
-            outputs += [dist.env_continuous(sampled), self.continuous_shape,
-                        dist.env_continuous(mean)]  # fmt: skip
+            outputs += [dist.env_continuous(sampled_continuous), self.continuous_shape,
+                        dist.env_continuous(greedy_continuous)]  # fmt: skip
         if self.branches:
-            probabilities = [torch.softmax(logits, dim=1) for logits in dist.logits]
-            sampled = torch.cat([torch.multinomial(p, 1) for p in probabilities], dim=1)
-            greedy = torch.cat([p.argmax(dim=1, keepdim=True) for p in probabilities], dim=1)
-            outputs += [sampled, self.discrete_shape, greedy]
+            outputs += [sampled_discrete, self.discrete_shape, greedy_discrete]
         return tuple(outputs)
 
 

@@ -18,7 +18,6 @@ and the policy queues), so the loop never asks what kind of trainer it drives.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -34,7 +33,7 @@ from trainers.agent_processor import AgentProcessor
 from trainers.base import ExperienceQueue, PolicyQueue, Trainer
 from trainers.callbacks import CallbackList, Checkpoint, TrainingCallback
 from trainers.checkpoints import RunCheckpointer
-from trainers.exceptions import ConfigError, ResultsWriteError, is_disk_write_error
+from trainers.exceptions import ConfigError, results_write_errors
 from trainers.policy_file import read_policy_weights
 from trainers.run_layout import RunLayout
 from trainers.run_logs import PhaseTimers, TrainingStatus
@@ -201,25 +200,18 @@ class TrainingLoop:
             ResultsWriteError: the run folder could not be written (disk full, read-only); the
                 checkpoint set named by ``checkpoint.json`` is still the last complete one.
         """
-        try:
+        with results_write_errors(self._last_checkpoint_text):
             self._run(resume=resume, max_env_steps=max_env_steps)
-        except OSError as error:
-            if not is_disk_write_error(error):
-                raise
-            target = os.fsdecode(error.filename) if error.filename else "to the run folder"
-            raise ResultsWriteError(
-                f"cannot write {target}: {error.strerror}. {self._last_checkpoint_text()}"
-            ) from error
 
     def _last_checkpoint_text(self) -> str:
         try:
             behaviors = self.checkpointer.read_index()["behaviors"]
         except (GhostError, KeyError):
-            return "No checkpoint was written; make room (or fix permissions) and start again"
+            return ". No checkpoint was written; make room (or fix permissions) and start again"
         steps = ", ".join(f"{name} step {entry['step']}" for name, entry in behaviors.items())
         return (
-            f"The last complete checkpoint ({steps}) is intact; make room (or fix permissions) "
-            "and continue with --resume"
+            f". The last complete checkpoint ({steps}) is intact; make room (or fix "
+            "permissions) and continue with --resume"
         )
 
     def _run(self, *, resume: bool, max_env_steps: int | None) -> None:

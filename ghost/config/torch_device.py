@@ -25,7 +25,7 @@ def check_torch_device(device: str | None) -> None:
     if parsed.type == "cpu":
         return
     if parsed.type == "cuda":
-        _check_cuda(device, parsed.index, torch)
+        _check_cuda(device, parsed.index)
     elif parsed.type == "mps":
         if not torch.backends.mps.is_available():
             raise ConfigError(
@@ -38,7 +38,9 @@ def check_torch_device(device: str | None) -> None:
         )
 
 
-def _check_cuda(device: str, index: int | None, torch) -> None:  # type: ignore[no-untyped-def]
+def _check_cuda(device: str, index: int | None) -> None:
+    import torch
+
     if torch.version.cuda is None:
         raise ConfigError(
             f"torch_settings.device is {device!r} but the installed torch "

@@ -27,11 +27,11 @@ from ghost.config.environment import env_factory_for
 from ghost.config.loader import apply_overrides, load_options, options_from_dict, with_drawn_seed
 from ghost.config.settings import RunOptions
 from ghost.config.torch_device import check_torch_device
-from ghost.exceptions import ConfigError, ResultsWriteError
+from ghost.exceptions import ConfigError
 from ghost.running.run_dir import RunDirectory
 from ghost.running.session import SelfPlaySession
 from trainers.callbacks import TrainingCallback
-from trainers.exceptions import is_disk_write_error
+from trainers.exceptions import results_write_errors
 from trainers.run_layout import RunLayout
 
 logger = logging.getLogger(__name__)
@@ -98,14 +98,8 @@ def train_options(
     run_dir = RunDirectory.prepare(options.checkpoint_settings)
     try:
         options = with_drawn_seed(options, run_dir.previous_configuration())
-        try:
+        with results_write_errors():
             run_dir.write_configuration(options)
-        except OSError as error:
-            if not is_disk_write_error(error):
-                raise
-            raise ResultsWriteError(
-                f"cannot write {run_dir.layout.configuration_path}: {error.strerror}"
-            ) from error
         if isinstance(env_factory, UnityBuild) and env_factory.log_folder is None:
             log_folder = str(run_dir.layout.run_logs_dir.absolute())
             env_factory = attrs.evolve(env_factory, log_folder=log_folder)
