@@ -31,11 +31,11 @@ from mlagents_envs.base_env import BaseEnv
 
 from envs.exceptions import EnvironmentSourceError
 from envs.settings import EngineSettings, EnvironmentSettings
+from envs.unity_build import UNITY_SUFFIXES, UnityBuild
 
 logger = logging.getLogger(__name__)
 
 _CALLABLE_SPEC = re.compile(r"(?P<module>[A-Za-z_][\w.]*):(?P<attribute>[A-Za-z_][\w.]*)")
-_UNITY_SUFFIXES = (".x86_64", ".x86", ".app", ".exe")
 
 
 class EnvFactory(Protocol):
@@ -190,69 +190,8 @@ class EnvInstance:
         return f"{type(self.env).__name__} instance"
 
 
-@attrs.frozen(kw_only=True)
-class UnityBuild:
-    """A Unity executable, one process per worker on port ``base_port + worker_id``."""
-
-    file_name: str
-    base_port: int = 5005
-    timeout_wait: int = 60
-    num_areas: int = 1
-    env_args: tuple[str, ...] = ()
-    engine: EngineSettings = attrs.Factory(EngineSettings)
-    #: plain-number ``environment_parameters`` sent to the build when it starts
-    environment_parameters: tuple[tuple[str, float], ...] = ()
-    #: where Unity writes its player log (ML-Agents uses the run's run_logs/)
-    log_folder: str | None = None
-
-    def __call__(self, *, worker_id: int = 0, seed: int = 0) -> BaseEnv:
-        from mlagents_envs.environment import UnityEnvironment
-        from mlagents_envs.exception import UnityException
-        from mlagents_envs.side_channel.engine_configuration_channel import (
-            EngineConfigurationChannel,
-        )
-        from mlagents_envs.side_channel.environment_parameters_channel import (
-            EnvironmentParametersChannel,
-        )
-
-        engine = EngineConfigurationChannel()
-        engine.set_configuration_parameters(
-            width=self.engine.width,
-            height=self.engine.height,
-            quality_level=self.engine.quality_level,
-            time_scale=self.engine.time_scale,
-            target_frame_rate=self.engine.target_frame_rate,
-            capture_frame_rate=self.engine.capture_frame_rate,
-        )
-        parameters = EnvironmentParametersChannel()
-        for key, value in self.environment_parameters:
-            parameters.set_float_parameter(key, value)
-        no_graphics = self.engine.no_graphics or (self.engine.no_graphics_monitor and worker_id > 0)
-        try:
-            return UnityEnvironment(
-                file_name=self.file_name,
-                worker_id=worker_id,
-                base_port=self.base_port,
-                seed=seed,
-                no_graphics=no_graphics,
-                timeout_wait=self.timeout_wait,
-                additional_args=list(self.env_args),
-                side_channels=[engine, parameters],
-                log_folder=self.log_folder,
-                num_areas=self.num_areas,
-            )
-        except UnityException as error:
-            raise EnvironmentSourceError(
-                f"Unity build {self.file_name!r} (worker {worker_id}, port "
-                f"{self.base_port + worker_id}) did not start: {error}"
-            ) from error
-
-    def describe(self) -> str:
-        return f"Unity build {self.file_name}"
-
-
 def _unity_candidates(path: str) -> list[Path]:
-    return [Path(path), *(Path(path + suffix) for suffix in _UNITY_SUFFIXES)]
+    return [Path(path), *(Path(path + suffix) for suffix in UNITY_SUFFIXES)]
 
 
 def resolve_env(
@@ -260,7 +199,6 @@ def resolve_env(
     *,
     env_settings: EnvironmentSettings | None = None,
     engine_settings: EngineSettings | None = None,
-    environment_parameters: Mapping[str, float] | None = None,
 ) -> BuiltinGame | CallableEnv | UnityBuild:
     """The factory ``env`` names (a built-in game, ``module:callable`` or a Unity build path).
 
@@ -268,7 +206,6 @@ def resolve_env(
         env: the ``--env`` / ``env_settings.env_path`` text.
         env_settings: ports, timeouts, areas and arguments for Unity builds.
         engine_settings: window size, time scale... for Unity builds.
-        environment_parameters: plain-number parameters sent to Unity builds.
 
     Raises:
         EnvironmentSourceError: ``env`` is missing or names nothing usable (the message lists
@@ -301,7 +238,6 @@ def resolve_env(
             num_areas=env_settings.num_areas,
             env_args=tuple(env_settings.env_args or ()),
             engine=engine_settings or EngineSettings(),
-            environment_parameters=tuple(sorted((environment_parameters or {}).items())),
         )
     close = difflib.get_close_matches(env, list(games), n=1)
     hint = f" Did you mean the built-in game {close[0]!r}?" if close else ""

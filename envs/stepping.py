@@ -24,6 +24,12 @@ import numpy as np
 from mlagents_envs.base_env import ActionTuple, BaseEnv, BehaviorSpec, DecisionSteps, TerminalSteps
 
 from envs.behavior_id import BehaviorId
+from envs.environment_parameters import (
+    EnvironmentStats,
+    ParameterValue,
+    apply_parameters,
+    stats_source,
+)
 from envs.exceptions import (
     EnvironmentOutputError,
     EnvironmentWorkerError,
@@ -74,6 +80,14 @@ class EnvStepper(abc.ABC):
     def num_envs(self) -> int:
         return 1
 
+    def set_environment_parameters(self, values: Mapping[str, ParameterValue]) -> None:  # noqa: B027
+        """Give every environment that takes parameters ``values`` (from its next reset on);
+        an environment restarted later gets the latest values too. Default: none takes any."""
+
+    def environment_stats(self) -> list[tuple[int, EnvironmentStats]]:
+        """Per environment (by worker index), the statistics it reported since the last call."""
+        return []
+
 
 def arenas_of(env: BaseEnv, behavior_name: str, agent_ids: np.ndarray, worker: int) -> np.ndarray:
     """Arena keys of ``agent_ids`` in ``env`` running as worker number ``worker``."""
@@ -113,6 +127,7 @@ class InProcessStepper(EnvStepper):
         self.env = env
         self._names: dict[BehaviorId, str] = {}
         self._specs: dict[str, BehaviorSpec] = {}
+        self._stats_source = stats_source(env)
 
     @classmethod
     def open(cls, factory: Callable[..., BaseEnv], *, seed: int) -> InProcessStepper:
@@ -160,6 +175,13 @@ class InProcessStepper(EnvStepper):
             self.env.step()
             self._refresh_names()
             return collect_steps(self.env, self._names)
+
+    def set_environment_parameters(self, values: Mapping[str, ParameterValue]) -> None:
+        apply_parameters(self.env, values)
+
+    def environment_stats(self) -> list[tuple[int, EnvironmentStats]]:
+        stats = self._stats_source() if self._stats_source is not None else None
+        return [(0, stats)] if stats else []
 
     def close(self) -> None:
         self.env.close()

@@ -3,15 +3,17 @@
 Every message is a pickled ``(kind, payload)`` tuple on one duplex ``multiprocessing`` pipe:
 
 - worker -> parent, once the environment is built: ``(READY, specs)``;
-- parent -> worker: ``(RESET, None)``, ``(STEP, actions)`` or ``(CLOSE, None)``; the worker answers
-  ``RESET`` and ``STEP`` with ``(OK, (new_specs, steps))`` and exits on ``CLOSE``;
+- parent -> worker: ``(RESET, None)``, ``(STEP, actions)``, ``(PARAMETERS, values)`` or
+  ``(CLOSE, None)``; the worker answers ``RESET`` and ``STEP`` with ``(OK, (new_specs, steps,
+  stats))``, hands ``PARAMETERS`` to its environment without answering, and exits on ``CLOSE``;
 - worker -> parent, instead of any answer: ``(ERROR, formatted_traceback)``; the worker then
   closes its environment and exits.
 
 ``actions`` maps ``BehaviorId`` to ``(continuous, discrete)`` arrays of this worker's rows only.
 ``steps`` is a ``StepResult`` whose agent ids, group ids and arena keys are already global (see
 ``globalize``), so the parent only concatenates. ``new_specs`` holds the behaviors that appeared
-since the previous answer, or ``None``.
+since the previous answer, or ``None``; ``stats`` the environment's own statistics since the
+previous answer (``envs.environment_parameters``), or ``None``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import numpy as np
 from mlagents_envs.base_env import ActionTuple, BaseEnv, BehaviorSpec, DecisionSteps, TerminalSteps
 
 from envs.behavior_id import BehaviorId
+from envs.environment_parameters import EnvironmentStats, apply_parameters, stats_source
 from envs.stepping import AGENT_ID_STRIDE, BehaviorSteps, StepResult, collect_steps
 
 logger = logging.getLogger(__name__)
@@ -43,13 +46,14 @@ OK = "ok"
 ERROR = "error"
 RESET = "reset"
 STEP = "step"
+PARAMETERS = "parameters"
 CLOSE = "close"
 
 # Protocol 5 pickles numpy arrays straight from their buffers (no intermediate ``tobytes`` copy).
 _PROTOCOL = 5
 
 WorkerActions = dict[BehaviorId, tuple[np.ndarray | None, np.ndarray | None]]
-Answer = tuple[dict[BehaviorId, BehaviorSpec] | None, StepResult]
+Answer = tuple[dict[BehaviorId, BehaviorSpec] | None, StepResult, EnvironmentStats | None]
 
 
 def send(conn: Connection, message: tuple[str, Any]) -> None:
@@ -107,6 +111,7 @@ class _EnvRunner:
         self.worker_id = worker_id
         self.id_block = id_block
         self.names: dict[BehaviorId, str] = {}
+        self.stats_source = stats_source(env)
 
     def new_specs(self) -> dict[BehaviorId, BehaviorSpec] | None:
         """Specs of behaviors not reported before (``None`` when there are none)."""
@@ -135,7 +140,8 @@ class _EnvRunner:
     def _collect(self) -> Answer:
         specs = self.new_specs()
         steps = collect_steps(self.env, self.names, self.worker_id)
-        return specs, {bid: globalize(s, self.id_block) for bid, s in steps.items()}
+        stats = self.stats_source() if self.stats_source is not None else None
+        return specs, {bid: globalize(s, self.id_block) for bid, s in steps.items()}, stats or None
 
 
 def run_worker(
@@ -163,6 +169,8 @@ def run_worker(
                 send(conn, (OK, runner.reset()))
             elif command == STEP:
                 send(conn, (OK, runner.step(payload)))
+            elif command == PARAMETERS:
+                apply_parameters(env, payload)
             elif command == CLOSE:
                 return
             else:

@@ -30,9 +30,11 @@ import numpy as np
 from mlagents_envs.base_env import ActionTuple, BaseEnv, BehaviorSpec, DecisionSteps, TerminalSteps
 
 from envs.behavior_id import BehaviorId
+from envs.environment_parameters import EnvironmentStats, ParameterValue
 from envs.exceptions import EnvironmentWorkerError
 from envs.stepping import BehaviorSteps, EnvStepper, StepResult
 from envs.worker_process import (
+    PARAMETERS,
     RESET,
     STEP,
     Answer,
@@ -107,6 +109,9 @@ class SubprocessStepper(EnvStepper):
         self._pending: dict[int, Answer] = {}
         # Per behavior: (worker, first row, end row) of each worker in the last decision steps.
         self._rows: dict[BehaviorId, list[tuple[int, int, int]]] = {}
+        # The latest environment parameters, given again to every restarted worker.
+        self._parameters: dict[str, ParameterValue] = {}
+        self._stats: list[tuple[int, EnvironmentStats]] = []
         # Set during reset()/step(): one cut short (Ctrl-C) can leave answers unread in the pipes.
         self._in_flight = False
         # Runs the shutdown once: on close(), on garbage collection, or at interpreter exit.
@@ -160,6 +165,22 @@ class SubprocessStepper(EnvStepper):
             self._pending[worker_id] = self._restart(worker_id, details, phase="step")
         self._in_flight = False
         return self._merge(answers)
+
+    def set_environment_parameters(self, values: Mapping[str, ParameterValue]) -> None:
+        self._check_open()
+        self._parameters = dict(values)
+        for worker_id, handle in enumerate(self._workers):
+            if handle is None:
+                continue
+            try:
+                handle.send((PARAMETERS, self._parameters))
+            except WorkerFailure:
+                # Its next step finds it gone and restarts it, with these parameters.
+                logger.debug("worker %d is gone; it gets the parameters when restarted", worker_id)
+
+    def environment_stats(self) -> list[tuple[int, EnvironmentStats]]:
+        stats, self._stats = self._stats, []
+        return stats
 
     def close(self) -> None:
         """Ask every worker to close its environment; terminate those that do not exit in time."""
@@ -252,8 +273,10 @@ class SubprocessStepper(EnvStepper):
             try:
                 phase = "startup after a restart"
                 self._absorb_specs(handle.receive())
+                if self._parameters:
+                    handle.send((PARAMETERS, self._parameters))
                 if not reset:
-                    return None, {}
+                    return None, {}, None
                 phase = "reset after a restart"
                 handle.send((RESET, None))
                 return handle.receive()
@@ -322,8 +345,10 @@ class SubprocessStepper(EnvStepper):
     def _merge(self, answers: Mapping[int, Answer]) -> StepResult:
         parts: dict[BehaviorId, list[tuple[int, BehaviorSteps]]] = {}
         for worker_id in sorted(answers):
-            specs, steps = answers[worker_id]
+            specs, steps, stats = answers[worker_id]
             self._absorb_specs(specs)
+            if stats:
+                self._stats.append((worker_id, stats))
             for behavior_id, behavior_steps in steps.items():
                 parts.setdefault(behavior_id, []).append((worker_id, behavior_steps))
         result: StepResult = {}

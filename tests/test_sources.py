@@ -11,7 +11,8 @@ from mlagents_envs.base_env import BaseEnv
 
 from envs import sources
 from envs.settings import EngineSettings, EnvironmentSettings
-from envs.sources import BuiltinGame, CallableEnv, UnityBuild, resolve_env
+from envs.sources import BuiltinGame, CallableEnv, resolve_env
+from envs.unity_build import UnityBuild
 from ghost.config.environment import env_factory_for
 from ghost.config.settings import RunOptions
 from ghost.exceptions import EnvironmentSourceError
@@ -92,12 +93,7 @@ def test_builtin_game(fake_games):
         resolve_env("tenis")
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # mlagents_envs' generated protobuf code
 def test_unity_build_path(tmp_path, monkeypatch):
-    from mlagents_envs.side_channel.engine_configuration_channel import (
-        EngineConfigurationChannel,
-    )
-
     (tmp_path / "Tennis.x86_64").write_text("")
     created = {}
 
@@ -106,14 +102,13 @@ def test_unity_build_path(tmp_path, monkeypatch):
             created.update(kwargs)
             super().__init__({})
 
-    monkeypatch.setattr("mlagents_envs.environment.UnityEnvironment", FakeUnityEnvironment)
+    monkeypatch.setattr("envs.unity_build._environment_class", lambda: FakeUnityEnvironment)
     factory = resolve_env(
         str(tmp_path / "Tennis"),
         env_settings=EnvironmentSettings(base_port=6000, env_args=["--x"], timeout_wait=5),
         engine_settings=EngineSettings(time_scale=4.0, no_graphics_monitor=True),
-        environment_parameters={"gravity": 9.0},
     )
-    assert isinstance(factory, UnityBuild)
+    assert isinstance(factory, UnityBuild) and factory.runs_in_worker
     factory = pickle.loads(pickle.dumps(factory))
     factory(worker_id=0, seed=3)
     assert created["no_graphics"] is False  # worker 0 renders under --no-graphics-monitor
@@ -122,7 +117,7 @@ def test_unity_build_path(tmp_path, monkeypatch):
     assert (created["worker_id"], created["seed"], created["base_port"]) == (2, 3, 6000)
     assert created["no_graphics"] is True
     assert created["additional_args"] == ["--x"] and created["timeout_wait"] == 5
-    assert any(isinstance(c, EngineConfigurationChannel) for c in created["side_channels"])
+    assert created["engine"].time_scale == 4.0
 
 
 def test_env_factory_for_reads_env_path():

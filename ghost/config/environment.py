@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from envs.sources import BuiltinGame, CallableEnv, UnityBuild, resolve_env
+from envs.sources import BuiltinGame, CallableEnv, resolve_env
+from envs.unity_build import UnityBuild
 from ghost.config.settings import RunOptions
 
 
@@ -12,5 +13,4 @@ def env_factory_for(options: RunOptions) -> BuiltinGame | CallableEnv | UnityBui
         options.env_settings.env_path,
         env_settings=options.env_settings,
         engine_settings=options.engine_settings,
-        environment_parameters=options.environment_parameters,
     )

@@ -9,11 +9,10 @@ helpful errors, CLI overrides) is ``ghost.config.loader``'s job.
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
 from envs.settings import EngineSettings, EnvironmentSettings
+from ghost.core.curriculum import EnvironmentParameterSettings
 from ghost.core.settings import SelfPlaySettings
 from trainers.registry import hyperparameter_class
 from trainers.settings import TrainerSettings
@@ -58,7 +57,7 @@ class RunOptions:
     engine_settings: EngineSettings = attrs.Factory(EngineSettings)
     checkpoint_settings: CheckpointSettings = attrs.Factory(CheckpointSettings)
     torch_settings: TorchSettings = attrs.Factory(TorchSettings)
-    environment_parameters: dict[str, Any] | None = None
+    environment_parameters: dict[str, EnvironmentParameterSettings] | None = None
     debug: bool = False
 
     def settings_for(self, behavior_name: str) -> BehaviorSettings:

@@ -37,7 +37,16 @@ from typing import Any, get_args, get_origin
 import attrs
 import cattrs
 
+from envs.environment_parameters import (
+    UNSEEDED,
+    ConstantValue,
+    GaussianSampler,
+    MultiRangeUniformSampler,
+    ParameterValue,
+    UniformSampler,
+)
 from ghost.config.settings import BehaviorSettings, RunOptions
+from ghost.core.curriculum import EnvironmentParameterSettings, Lesson
 from ghost.core.sampling import sampler_names
 from ghost.core.settings import SamplingSettings
 from ghost.exceptions import (
@@ -256,6 +265,10 @@ def _construct(cl: type, kwargs: dict[str, Any]) -> Any:
     try:
         return cl(**kwargs)
     except (ValueError, TypeError) as error:
+        missing = re.search(r"missing \d+ required keyword-only arguments?: (.*)$", str(error))
+        if missing:
+            names = missing[1].replace("'", "")
+            raise ConfigProblem(f"{cl.__name__} needs the key(s) {names}") from None
         raise ConfigProblem(str(error)) from None
 
 
@@ -374,19 +387,73 @@ def _with_defaults(name: str, behavior: Any, defaults: Any) -> Any:
     return merged
 
 
-def _check_environment_parameters(params: Any) -> None:
-    if not isinstance(params, Mapping):
-        return
-    for name, item in params.items():
-        if isinstance(item, Mapping) and item.keys() & {"curriculum", "sampler_type"}:
-            raise (
-                ConfigProblem(
-                    "curricula and samplers are not supported yet; give a plain number",
-                    kind=UnsupportedFeatureError,
-                )
-                .below(name)
-                .below("environment_parameters")
+# -- environment_parameters -------------------------------------------------------------------
+_SAMPLERS: dict[str, type] = {
+    "constant": ConstantValue,
+    "uniform": UniformSampler,
+    "gaussian": GaussianSampler,
+    "multirangeuniform": MultiRangeUniformSampler,
+}
+_SAMPLER_ALIASES = {"multirange_uniform": "multirangeuniform"}
+
+
+def _structure_parameter_value(value: Any, _: Any) -> ParameterValue:
+    """A number, or ``{sampler_type: ..., sampler_parameters: {...}}`` (ML-Agents' schema)."""
+    if not isinstance(value, Mapping):
+        number = _as_number(value)
+        if number is None:
+            raise ConfigProblem(
+                "expected a number or a sampler ({sampler_type: uniform, sampler_parameters: "
+                "{min_value: ..., max_value: ...}})",
+                value=value,
             )
+        return ConstantValue(value=number)
+    for key, item in value.items():
+        if key not in ("sampler_type", "sampler_parameters"):
+            raise _unknown_key(key, item, ("sampler_type", "sampler_parameters"))
+    if "sampler_type" not in value:
+        raise ConfigProblem(f"a sampler needs sampler_type ({', '.join(_SAMPLERS)})", value=value)
+    kind = str(value["sampler_type"]).strip().lower()
+    sampler_class = _SAMPLERS.get(_SAMPLER_ALIASES.get(kind, kind))
+    if sampler_class is None:
+        raise ConfigProblem(
+            f"unknown sampler; valid sampler types: {', '.join(_SAMPLERS)}", value=kind
+        ).below("sampler_type")
+    if "sampler_parameters" not in value:
+        raise ConfigProblem(
+            f"a {kind} sampler needs sampler_parameters ({', '.join(fields_of(sampler_class))})"
+        )
+    try:
+        return _structure_attrs(value["sampler_parameters"], sampler_class)
+    except ConfigProblem as problem:
+        raise problem.below("sampler_parameters") from None
+
+
+def _unstructure_parameter_value(value: ParameterValue) -> Any:
+    if isinstance(value, ConstantValue) and value.seed == UNSEEDED:
+        return value.value
+    kind = next(name for name, cl in _SAMPLERS.items() if isinstance(value, cl))
+    return {"sampler_type": kind, "sampler_parameters": _unstructure_attrs(value)}
+
+
+def _unstructure_environment_parameter(value: EnvironmentParameterSettings) -> Any:
+    (first, *rest) = value.curriculum
+    if not rest and first.completion_criteria is None:
+        return _unstructure_value(first.value)  # written as the user wrote it: no curriculum
+    return {"curriculum": [_unstructure_attrs(lesson) for lesson in value.curriculum]}
+
+
+def _structure_environment_parameter(value: Any, _: type) -> EnvironmentParameterSettings:
+    """A curriculum (``{curriculum: [lessons]}``), or one number or sampler for the whole run."""
+    if not (isinstance(value, Mapping) and "curriculum" in value):
+        only = Lesson(name="value", value=_structure_parameter_value(value, ParameterValue))
+        return EnvironmentParameterSettings(curriculum=(only,))
+    _reject_unknown(value, EnvironmentParameterSettings)
+    try:
+        lessons = converter.structure(value["curriculum"], list[Lesson])
+    except ConfigProblem as problem:
+        raise problem.below("curriculum") from None
+    return _construct(EnvironmentParameterSettings, {"curriculum": lessons})
 
 
 def _structure_run_options(value: Any, _: type) -> RunOptions:
@@ -405,10 +472,7 @@ def _structure_run_options(value: Any, _: type) -> RunOptions:
         }
     elif behaviors is None:
         value["behaviors"] = {}
-    _check_environment_parameters(value.get("environment_parameters"))
-    kwargs = _structurefields_of(
-        value, RunOptions, {"environment_parameters": dict[str, float] | None}
-    )
+    kwargs = _structurefields_of(value, RunOptions)
     return _construct(RunOptions, {**kwargs, "default_settings": default_settings})
 
 
@@ -437,4 +501,11 @@ converter.register_structure_hook_func(_is_generic(list), _structure_list)
 converter.register_structure_hook_func(attrs.has, _structure_attrs)
 converter.register_structure_hook(BehaviorSettings, _structure_trainer_settings)
 converter.register_structure_hook(RunOptions, _structure_run_options)
+converter.register_structure_hook(EnvironmentParameterSettings, _structure_environment_parameter)
+converter.register_unstructure_hook(
+    EnvironmentParameterSettings, _unstructure_environment_parameter
+)
+converter.register_structure_hook_func(lambda cl: cl == ParameterValue, _structure_parameter_value)
+for _sampler_class in _SAMPLERS.values():
+    converter.register_unstructure_hook(_sampler_class, _unstructure_parameter_value)
 converter.register_unstructure_hook_func(attrs.has, _unstructure_attrs)

@@ -21,8 +21,9 @@ import torch
 from mlagents_envs.base_env import BaseEnv
 
 from envs.settings import EnvironmentSettings
-from envs.sources import EnvFunction, EnvInstance, UnityBuild
+from envs.sources import EnvFunction, EnvInstance
 from envs.stepping import EnvStepper, InProcessStepper
+from envs.unity_build import UnityBuild
 from ghost.config.environment import env_factory_for
 from ghost.config.loader import apply_overrides, load_options, options_from_dict, with_drawn_seed
 from ghost.config.settings import RunOptions
@@ -63,8 +64,9 @@ class TrainingResult:
 
 
 def make_stepper(settings: EnvironmentSettings, factory: EnvFactory, seed: int) -> EnvStepper:
-    """One environment in-process, or ``num_envs`` worker processes."""
-    if settings.num_envs == 1:
+    """One environment in-process, or ``num_envs`` worker processes (always worker processes
+    for a factory with ``runs_in_worker``, e.g. a Unity build: a worker restarts a crash)."""
+    if settings.num_envs == 1 and not getattr(factory, "runs_in_worker", False):
         return InProcessStepper.open(factory, seed=seed)
     from envs.workers import SubprocessStepper  # starts processes: only when asked for
 
