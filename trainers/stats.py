@@ -1,13 +1,15 @@
 """Training statistics: TensorBoard scalars under ML-Agents' tag names and a console summary line.
 
-Values are accumulated between summaries and written as their mean every ``summary_freq`` trainer
-steps, like ML-Agents' ``StatsReporter``. The console line reads
+Values are accumulated between summaries and written every ``summary_freq`` trainer steps, like
+ML-Agents' ``StatsReporter``: as their mean, or, for a key recorded with another ``Aggregation``
+(an environment's own stats), their sum, the most recent value, or a histogram plus its mean. The console line reads
 ``Tennis. Step: 20000. Time Elapsed: 31.2 s. Mean Reward: 0.120. Std of Reward: 0.950. ELO: 1213.4.
 6410 steps/s. Training.``
 """
 
 from __future__ import annotations
 
+import enum
 import logging
 import time
 from collections import defaultdict
@@ -25,6 +27,15 @@ EPISODE_LENGTH = "Environment/Episode Length"
 ELO = "Self-play/ELO"
 
 
+class Aggregation(enum.Enum):
+    """How the values of one key between two summaries become one point (ML-Agents' names)."""
+
+    AVERAGE = "average"
+    MOST_RECENT = "most_recent"
+    SUM = "sum"
+    HISTOGRAM = "histogram"
+
+
 class StatsReporter:
     """Collects one behavior's statistics and writes them every ``summary_freq`` steps."""
 
@@ -34,6 +45,8 @@ class StatsReporter:
         self.log_dir = log_dir
         self._writer = None
         self._values: dict[str, list[float]] = defaultdict(list)
+        self._aggregation: dict[str, Aggregation] = {}
+        self._watchers: dict[str, list[Callable[[float | np.ndarray], None]]] = {}
         self._start = time.perf_counter()
         self._last_time = self._start
         self._last_step = 0
@@ -50,6 +63,18 @@ class StatsReporter:
             self._values[key].extend(values.astype(float).tolist())
         else:
             self._values[key].append(float(values))
+        if key in self._watchers:
+            for watcher in self._watchers[key]:
+                watcher(values)
+
+    def record(self, key: str, value: float, aggregation: Aggregation) -> None:
+        """Record ``value`` for a key summarised by ``aggregation`` instead of the mean."""
+        self._aggregation[key] = aggregation
+        self.add(key, value)
+
+    def watch(self, key: str, watcher: Callable[[float | np.ndarray], None]) -> None:
+        """Call ``watcher`` with every value (or array of values) ``add`` records for ``key``."""
+        self._watchers.setdefault(key, []).append(watcher)
 
     def set_start(self, step: int) -> None:
         """Summaries continue from ``step`` (a resumed run).
@@ -69,13 +94,15 @@ class StatsReporter:
 
     def write(self, step: int) -> None:
         now = time.perf_counter()
-        means = {key: float(np.mean(v)) for key, v in self._values.items() if v}
+        means = {key: self._summarise(key, v) for key, v in self._values.items() if v}
         steps_per_second = (step - self._last_step) / max(now - self._last_time, 1e-9)
         means["Environment/Steps Per Second"] = steps_per_second
         writer = self._tensorboard()
         if writer is not None:
             for key, value in means.items():
                 writer.add_scalar(key, value, step)
+                if self._aggregation.get(key) is Aggregation.HISTOGRAM:
+                    writer.add_histogram(key, np.asarray(self._values[key]), step)
             writer.flush()
         rewards = self._values.get(CUMULATIVE_REWARD, [])
         parts = [f"{self.behavior_name}. Step: {step}. Time Elapsed: {now - self._start:0.1f} s."]
@@ -97,6 +124,14 @@ class StatsReporter:
             listener(summary)
         self._values.clear()
         self._last_time, self._last_step = now, step
+
+    def _summarise(self, key: str, values: list[float]) -> float:
+        aggregation = self._aggregation.get(key)
+        if aggregation is Aggregation.SUM:
+            return float(np.sum(values))
+        if aggregation is Aggregation.MOST_RECENT:
+            return values[-1]
+        return float(np.mean(values))
 
     def _tensorboard(self):  # type: ignore[no-untyped-def]
         if self._writer is None and self.log_dir is not None:

@@ -26,6 +26,7 @@ from typing import Any
 from mlagents_envs.base_env import BehaviorSpec
 
 from envs.behavior_id import BehaviorId
+from envs.environment_parameters import EnvironmentStats
 from envs.exceptions import EnvironmentOutputError, GhostError
 from envs.stepping import EnvStepper, StepResult
 from trainers import registry
@@ -38,6 +39,7 @@ from trainers.policy_file import read_policy_weights
 from trainers.run_layout import RunLayout
 from trainers.run_logs import PhaseTimers, TrainingStatus
 from trainers.settings import TrainerSettings
+from trainers.stats import Aggregation
 
 logger = logging.getLogger(__name__)
 
@@ -243,6 +245,8 @@ class TrainingLoop:
         steps = self.stepper.step(actions)
         stepped = time.perf_counter()
         timers.add("env_step", stepped - acted)
+        for worker, stats in self.stepper.environment_stats():
+            self.record_environment_stats(worker, stats)
         if any(bid not in self.processors for bid in steps):
             self.connect_behaviors()
         for trainer in self.trainers.values():
@@ -252,6 +256,18 @@ class TrainingLoop:
         timers.add("trainer_advance", time.perf_counter() - stepped)
         self._maybe_checkpoint()
         return steps
+
+    def record_environment_stats(self, worker: int, stats: EnvironmentStats) -> None:
+        """Write what an environment reported (Unity's StatsRecorder) to every behavior's
+        TensorBoard under the key it chose; a most-recent value only from worker 0, as in
+        ML-Agents, so that workers do not overwrite each other."""
+        for key, entries in stats.items():
+            for value, method in entries:
+                aggregation = Aggregation[method.name]
+                if aggregation is Aggregation.MOST_RECENT and worker != 0:
+                    continue
+                for trainer in self.trainers.values():
+                    trainer.stats.record(key, value, aggregation)
 
     def reset_environments(self) -> StepResult:
         """Reset every environment; trainers drop their partial trajectories."""

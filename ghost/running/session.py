@@ -7,7 +7,9 @@ It extends ``trainers.training_loop.TrainingLoop`` through its hooks only:
   ``SelfPlayState``, fixed opponents and scheduled evaluation);
 - between steps the ``GhostController``'s team change, if any, is applied: every ghost swaps and
   the environments reset, so no trajectory straddles two learners;
-- the controller's state travels in each checkpoint's run state.
+- ``environment_parameters`` go to the environments before the first reset, and again whenever a
+  curriculum lesson completes (``ghost.running.lessons``);
+- the controller's and the curriculum's state travel in each checkpoint's run state.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ghost.core.snapshots import Snapshot
 from ghost.running.callbacks import SnapshotTaken, TeamChanged
 from ghost.running.fixed_opponents import build_fixed_opponents
 from ghost.running.ghost_trainer import GhostTrainer
+from ghost.running.lessons import LessonSchedule
 from ghost.running.scheduled_evaluation import ScheduledEvaluation
 from trainers.base import Trainer
 from trainers.callbacks import TrainingCallback
@@ -68,6 +71,7 @@ class SelfPlaySession(TrainingLoop):
         self.controller = GhostController()
         self.ghosts: dict[str, GhostTrainer] = {}
         self.evaluations: dict[str, ScheduledEvaluation] = {}
+        self.lessons = LessonSchedule(options.environment_parameters, seed=seed)
 
     @property
     def builtin_game(self) -> str | None:
@@ -97,7 +101,19 @@ class SelfPlaySession(TrainingLoop):
         self.ghosts[name] = ghost
         return ghost
 
+    def start(self, *, resume: bool) -> StepResult:
+        initial = dict(self.lessons.curriculum.lessons)
+        self.stepper.set_environment_parameters(self.lessons.values())
+        steps = super().start(resume=resume)
+        self.lessons.warn_unknown_behaviors(self.trainers)
+        if self.lessons.curriculum.lessons != initial:  # a resumed run continues its lessons
+            self.stepper.set_environment_parameters(self.lessons.values())
+            steps = self.reset_environments()
+        self.lessons.log_lessons()
+        return steps
+
     def on_trainer_connected(self, trainer: Trainer, behavior_id: BehaviorId) -> None:
+        self.lessons.watch(trainer, self.ghosts.get(behavior_id.name))
         ghost = self.ghosts.get(behavior_id.name)
         settings = ghost.self_play.evaluation if ghost is not None else None
         if ghost is None or settings is None or not self.training:
@@ -121,14 +137,20 @@ class SelfPlaySession(TrainingLoop):
             )  # fmt: skip
         for evaluation in self.evaluations.values():
             evaluation.maybe_run()
+        changes = self.lessons.update(self.trainers, self.ghosts)
+        if changes:
+            self.stepper.set_environment_parameters(self.lessons.values())
+            if any(change.require_reset for change in changes):
+                steps = self.reset_environments()
         return steps
 
     def run_state(self) -> dict[str, Any]:
-        return {"controller": self.controller.state_dict()}
+        return {"controller": self.controller.state_dict(), "curriculum": self.lessons.state_dict()}
 
     def load_run_state(self, state: dict[str, Any]) -> None:
         if "controller" in state:
             self.controller.load_state_dict(state["controller"])
+        self.lessons.load_state_dict(state.get("curriculum", {}))
         for evaluation in self.evaluations.values():
             evaluation.next_step = evaluation.after(evaluation.trainer.step)
 
