@@ -6,8 +6,8 @@ Every message is a pickled ``(kind, payload)`` tuple on one duplex ``multiproces
 - parent -> worker: ``(RESET, None)``, ``(STEP, actions)``, ``(PARAMETERS, values)`` or
   ``(CLOSE, None)``; the worker answers ``RESET`` and ``STEP`` with ``(OK, (new_specs, steps,
   stats))``, hands ``PARAMETERS`` to its environment without answering, and exits on ``CLOSE``;
-- worker -> parent, instead of any answer: ``(ERROR, formatted_traceback)``; the worker then
-  closes its environment and exits.
+- worker -> parent, instead of any answer: ``(ERROR, details)``, the formatted traceback (or, for a
+  ``GhostError``, its message); the worker then closes its environment and exits.
 
 ``actions`` maps ``BehaviorId`` to ``(continuous, discrete)`` arrays of this worker's rows only.
 ``steps`` is a ``StepResult`` whose agent ids, group ids and arena keys are already global (see
@@ -37,6 +37,7 @@ from mlagents_envs.base_env import ActionTuple, BaseEnv, BehaviorSpec, DecisionS
 
 from envs.behavior_id import BehaviorId
 from envs.environment_parameters import EnvironmentStats, apply_parameters, stats_source
+from envs.exceptions import GhostError
 from envs.stepping import AGENT_ID_STRIDE, BehaviorSteps, StepResult, collect_steps
 
 logger = logging.getLogger(__name__)
@@ -175,10 +176,12 @@ def run_worker(
                 return
             else:
                 raise ValueError(f"unknown worker command {command!r}")
-    except Exception:
-        # Without a parent to read it the traceback has nowhere to go; the exit speaks instead.
+    except Exception as error:
+        # A GhostError's message already says what failed and what to do; anything else needs
+        # its traceback. Without a parent to read it, it has nowhere to go: the exit speaks.
+        details = str(error) if isinstance(error, GhostError) else traceback.format_exc()
         with contextlib.suppress(OSError):
-            send(conn, (ERROR, traceback.format_exc()))
+            send(conn, (ERROR, details))
     finally:
         if env is not None:
             try:
@@ -194,7 +197,7 @@ def run_worker(
 
 
 class WorkerFailure(Exception):
-    """A worker raised (``details`` is its formatted traceback) or its process died."""
+    """A worker raised (``details``: its traceback or ``GhostError`` message) or its process died."""
 
     def __init__(self, details: str) -> None:
         super().__init__(details)

@@ -259,7 +259,7 @@ class SubprocessStepper(EnvStepper):
             self._restart_times[worker_id].append(time.monotonic())
             logger.error(
                 "Environment worker %d failed during %s; restarting it (restart %d, "
-                "max_lifetime_restarts=%d). Worker traceback:\n%s",
+                "max_lifetime_restarts=%d). Worker error:\n%s",
                 worker_id,
                 phase,
                 self._restarts[worker_id],
@@ -306,7 +306,7 @@ class SubprocessStepper(EnvStepper):
         raise EnvironmentWorkerError(
             f"Environment worker {worker_id} failed during {phase} and is not restarted again: "
             f"{reason}. Fix the environment, or raise the limit in env_settings (-1 = unlimited). "
-            f"Last worker traceback:\n{details}"
+            f"Last worker error:\n{details}"
         )
 
     def _discard(self, worker_id: int) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,10 @@ import yaml
 
 from trainers import registry
 from trainers.hyperparameters import PPOSettings, SACSettings
+
+# The stand-in Unity builds (tests/fake_unity/*.x86_64) start with `#!/usr/bin/env python3`: it
+# must be this interpreter, for every process started later (worker processes included).
+os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
 
 #: ML-Agents' reference configs, in the design material beside the checkout (``../shared``)
 SHARED_DIR = Path(__file__).resolve().parents[2] / "shared"

@@ -27,7 +27,7 @@ from mlagents_envs.base_env import BehaviorSpec
 
 from envs.behavior_id import BehaviorId
 from envs.environment_parameters import EnvironmentStats
-from envs.exceptions import EnvironmentOutputError, GhostError
+from envs.exceptions import EnvironmentOutputError, EnvironmentWorkerError, GhostError
 from envs.stepping import EnvStepper, StepResult
 from trainers import registry
 from trainers.agent_processor import AgentProcessor
@@ -201,19 +201,27 @@ class TrainingLoop:
         Raises:
             ResultsWriteError: the run folder could not be written (disk full, read-only); the
                 checkpoint set named by ``checkpoint.json`` is still the last complete one.
+            EnvironmentWorkerError: an environment failed for good; its message ends with the
+                checkpoint to ``--resume`` from.
         """
-        with results_write_errors(self._last_checkpoint_text):
-            self._run(resume=resume, max_env_steps=max_env_steps)
+        try:
+            with results_write_errors(
+                lambda: self._last_checkpoint_text("make room (or fix permissions)")
+            ):
+                self._run(resume=resume, max_env_steps=max_env_steps)
+        except EnvironmentWorkerError as error:
+            # finish() has written a checkpoint on the way out: say how to go on from it
+            hint = self._last_checkpoint_text("fix the environment").lstrip(". ")
+            raise EnvironmentWorkerError(f"{error}\n{hint}") from error
 
-    def _last_checkpoint_text(self) -> str:
+    def _last_checkpoint_text(self, fix: str) -> str:
         try:
             behaviors = self.checkpointer.read_index()["behaviors"]
         except (GhostError, KeyError):
-            return ". No checkpoint was written; make room (or fix permissions) and start again"
+            return f". No checkpoint was written; {fix} and start again"
         steps = ", ".join(f"{name} step {entry['step']}" for name, entry in behaviors.items())
         return (
-            f". The last complete checkpoint ({steps}) is intact; make room (or fix "
-            "permissions) and continue with --resume"
+            f". The last complete checkpoint ({steps}) is intact; {fix} and continue with --resume"
         )
 
     def _run(self, *, resume: bool, max_env_steps: int | None) -> None:
