@@ -145,13 +145,15 @@ def test_pong_self_play_over_the_protocol_with_two_builds(learn, tmp_path):
 
 def test_strikers_vs_goalie_with_a_curriculum_sent_to_the_build(learn, tmp_path):
     base_port = free_ports(2)
-    behavior = {
-        **SMALL_PPO,
-        "max_steps": 600,
-        "self_play": {"save_steps": 100, "swap_steps": 50, "team_change": 200},
-    }
+
+    # one turn each, long enough for 200-step episodes to end inside it: 250 environment steps
+    # (2 workers x 2 strikers, or x 1 goalie, learn per step)
+    def behavior(steps: int) -> dict:
+        self_play = {"save_steps": 200, "swap_steps": 100, "team_change": steps}
+        return {**SMALL_PPO, "max_steps": steps, "summary_freq": 250, "self_play": self_play}
+
     config = {
-        "behaviors": {"Striker": behavior, "Goalie": behavior},
+        "behaviors": {"Striker": behavior(1000), "Goalie": behavior(500)},
         "env_settings": {"num_areas": 1, "timeout_wait": 30},
         "environment_parameters": {
             "goal_width": {"curriculum": [
@@ -162,8 +164,9 @@ def test_strikers_vs_goalie_with_a_curriculum_sent_to_the_build(learn, tmp_path)
             ]},
         },
     }  # fmt: skip
-    code, text = learn(config, "--env", STRIKERS, "--num-envs", "2",
-                       "--base-port", str(base_port), "--no-graphics")  # fmt: skip
+    # respawned agents: every episode under a new agent id, as games that re-create agents do
+    code, text = learn(config, "--env", STRIKERS, "--num-envs", "2", "--base-port",
+                       str(base_port), "--no-graphics", "--env-args", "--fake-respawn-agents")  # fmt: skip
     assert code == 0, text
     run = tmp_path / "results" / "run"
     assert (run / "Striker.pt").is_file() and (run / "Goalie.pt").is_file()
@@ -173,9 +176,15 @@ def test_strikers_vs_goalie_with_a_curriculum_sent_to_the_build(learn, tmp_path)
         assert sent[0] == pytest.approx(1.2) and sent[-1] == pytest.approx(0.5)
     widths = scalars(run, "Striker", "Fake/goal_width")
     assert widths[0] == pytest.approx(1.2) and widths[-1] == pytest.approx(0.5)
-    lessons = scalars(run, "Goalie", "Environment/Lesson Number/goal_width")
-    assert lessons[0] == 0 and lessons[-1] == 1
-    assert scalars(run, "Striker", "Self-play/ELO") and scalars(run, "Goalie", "Self-play/ELO")
+    lessons = {
+        b: scalars(run, b, "Environment/Lesson Number/goal_width") for b in config["behaviors"]
+    }
+    assert set(lessons["Striker"] + lessons["Goalie"]) == {0, 1}  # the goalie learned in lesson 0
+    assert lessons["Striker"][-1] == 1
+    # episodes under ever new agent ids were assembled and rated
+    for behavior in ("Striker", "Goalie"):
+        assert scalars(run, behavior, "Environment/Cumulative Reward"), behavior
+        assert any(value != 1200.0 for value in scalars(run, behavior, "Self-play/ELO")), behavior
 
 
 def test_a_build_that_crashes_is_restarted_and_training_finishes(learn, tmp_path):
