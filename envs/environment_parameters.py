@@ -140,16 +140,14 @@ class StatsReportingEnv(Protocol):
     def environment_stats(self) -> EnvironmentStats: ...
 
 
-def apply_parameters(env: object, values: Mapping[str, ParameterValue]) -> bool:
-    """Hand ``values`` to ``env`` if it takes environment parameters; whether it did."""
+def apply_parameters(env: object, values: Mapping[str, ParameterValue]) -> None:
+    """Hand ``values`` to ``env`` if it takes environment parameters (``ParameterizedEnv``)."""
     setter = getattr(env, "set_environment_parameters", None)
-    if not values or setter is None:
-        return False
-    setter(values)
-    return True
+    if values and setter is not None:
+        setter(values)
 
 
 def stats_source(env: object) -> Callable[[], EnvironmentStats] | None:
-    """``env.environment_stats`` if the environment reports statistics, else None (looked up
-    once: steppers call it after every step)."""
+    """``env.environment_stats`` if the environment reports statistics (``StatsReportingEnv``),
+    else None (looked up once: steppers call it after every step)."""
     return getattr(env, "environment_stats", None)

@@ -2,7 +2,9 @@
 
 Values are accumulated between summaries and written every ``summary_freq`` trainer steps, like
 ML-Agents' ``StatsReporter``: as their mean, or, for a key recorded with another ``Aggregation``
-(an environment's own stats), their sum, the most recent value, or a histogram plus its mean. The console line reads
+(an environment's own stats), their sum, the most recent value, or a histogram plus its mean. A
+gauge (``set_gauge``) holds one value that every summary writes until it is set again. The
+console line reads
 ``Tennis. Step: 20000. Time Elapsed: 31.2 s. Mean Reward: 0.120. Std of Reward: 0.950. ELO: 1213.4.
 6410 steps/s. Training.``
 """
@@ -46,6 +48,7 @@ class StatsReporter:
         self._writer = None
         self._values: dict[str, list[float]] = defaultdict(list)
         self._aggregation: dict[str, Aggregation] = {}
+        self._gauges: dict[str, float] = {}
         self._watchers: dict[str, list[Callable[[float | np.ndarray], None]]] = {}
         self._start = time.perf_counter()
         self._last_time = self._start
@@ -72,6 +75,10 @@ class StatsReporter:
         self._aggregation[key] = aggregation
         self.add(key, value)
 
+    def set_gauge(self, key: str, value: float) -> None:
+        """``key`` reads ``value`` in every summary from now on (until set again)."""
+        self._gauges[key] = float(value)
+
     def watch(self, key: str, watcher: Callable[[float | np.ndarray], None]) -> None:
         """Call ``watcher`` with every value (or array of values) ``add`` records for ``key``."""
         self._watchers.setdefault(key, []).append(watcher)
@@ -94,7 +101,8 @@ class StatsReporter:
 
     def write(self, step: int) -> None:
         now = time.perf_counter()
-        means = {key: self._summarise(key, v) for key, v in self._values.items() if v}
+        means = {**self._gauges}
+        means.update({key: self._summarise(key, v) for key, v in self._values.items() if v})
         steps_per_second = (step - self._last_step) / max(now - self._last_time, 1e-9)
         means["Environment/Steps Per Second"] = steps_per_second
         writer = self._tensorboard()

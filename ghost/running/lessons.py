@@ -27,7 +27,7 @@ from ghost.core.curriculum import (
 from ghost.exceptions import ConfigError
 from ghost.running.ghost_trainer import GhostTrainer
 from trainers.base import Trainer
-from trainers.stats import CUMULATIVE_REWARD, Aggregation
+from trainers.stats import CUMULATIVE_REWARD
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class LessonSchedule:
         )
         self.buffers = MeasureBuffers(capacity)
         self._watched: set[str] = set()
-        self._counted = any(len(s.curriculum) > 1 for s in self.curriculum.settings.values())
+        self._has_curricula = any(len(s.curriculum) > 1 for s in self.curriculum.settings.values())
 
     def values(self) -> dict[str, ParameterValue]:
         """What the environments should use now."""
@@ -61,6 +61,7 @@ class LessonSchedule:
             return
         self._watched.add(name)
         self._check_criteria(name, ghost)
+        self.publish_lessons({name: trainer})
         trainer.stats.watch(CUMULATIVE_REWARD, lambda v: self.buffers.add_returns(name, v))
         if ghost is None:
             return
@@ -104,12 +105,6 @@ class LessonSchedule:
         self, trainers: Mapping[str, Trainer], ghosts: Mapping[str, GhostTrainer]
     ) -> list[LessonChange]:
         """Advance the lessons that are complete; the changes (and log lines) made."""
-        if self._counted:
-            for parameter, lesson in self.curriculum.lessons.items():
-                for trainer in trainers.values():
-                    trainer.stats.record(
-                        f"Environment/Lesson Number/{parameter}", lesson, Aggregation.MOST_RECENT
-                    )
         pending = self.curriculum.pending_criteria()
         if not pending:
             return []
@@ -121,9 +116,18 @@ class LessonSchedule:
         changes = self.curriculum.update(measures)
         if changes:
             self.buffers.clear()
+            self.publish_lessons(trainers)
             for change in changes:
                 logger.info("Lesson complete. %s.", self.curriculum.describe(change.parameter))
         return changes
+
+    def publish_lessons(self, trainers: Mapping[str, Trainer]) -> None:
+        """Every behavior's summaries show each curriculum's current lesson from now on."""
+        if not self._has_curricula:
+            return
+        for parameter, lesson in self.curriculum.lessons.items():
+            for trainer in trainers.values():
+                trainer.stats.set_gauge(f"Environment/Lesson Number/{parameter}", lesson)
 
     def _measures(self, trainer: Trainer, ghost: GhostTrainer | None) -> BehaviorMeasures:
         name = trainer.behavior_name

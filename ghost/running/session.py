@@ -109,6 +109,7 @@ class SelfPlaySession(TrainingLoop):
         if self.lessons.curriculum.lessons != initial:  # a resumed run continues its lessons
             self.stepper.set_environment_parameters(self.lessons.values())
             steps = self.reset_environments()
+        self.lessons.publish_lessons(self.trainers)
         self.lessons.log_lessons()
         return steps
 
