@@ -16,9 +16,8 @@ setup(
     ),
     install_requires=[
         "torch>=2.1",
-        # numpy 1.24-1.26 lack np.bool, which mlagents-envs uses
-        "numpy>=2.0; python_version>='3.11'",
-        "numpy>=1.21; python_version<'3.11'",
+        # numpy 1.24-1.26 lack np.bool, which mlagents-envs uses; ML-Agents 1.x pins numpy < 1.24
+        "numpy>=1.21,!=1.24.*,!=1.25.*,!=1.26.*",
         # 0.28.0 is the newest release installable on Python 3.11; 3.10 users may take 1.x
         "mlagents-envs>=0.28.0,<2",
         # mlagents-envs' generated protobuf code fails on protobuf >= 3.21
@@ -44,6 +43,10 @@ setup(
             "ghost-learn=ghost.running.cli:main",
             "ghost-eval=ghost.evaluation.cli:main",
             "ghost-export=ghost.running.export:main",
+        ],
+        # ghost_ppo, ghost_sac and ghost_poca inside ML-Agents' mlagents-learn
+        "mlagents.trainer_type": [
+            "ghost=ghost.mlagents_plugin.registration:trainer_types",
         ],
         "ghost.trainer_type": [
             "builtin=trainers.registry:builtin_trainer_types",

@@ -54,7 +54,8 @@ class GhostController:
     def subscribe_team(self, team_id: int, owner: SelfPlayState) -> None:
         """Register a team and the self-play state of the behavior that owns it."""
         if team_id not in self._owners:
-            self._teams.append(team_id)
+            if team_id not in self._teams:  # a restored rotation already lists it
+                self._teams.append(team_id)
             self._owners[team_id] = owner
             if self.learning_team is None:
                 self.learning_team = team_id

@@ -1,0 +1,63 @@
+"""One ``GhostRun`` per ``mlagents-learn`` run: the controller its ghost trainers share.
+
+ML-Agents creates trainers one behavior name at a time through a factory that knows nothing of the
+others, so the run is found by its results folder (the parent of every behavior's artifact
+folder). ML-Agents' trainer controller resets the environments when its own ghost controller says
+so; ``registration`` makes that question also ask every ``GhostRun`` here (``take_team_change``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from mlagents_envs.logging_util import get_logger
+
+from ghost.core.controller import GhostController, TeamChange
+
+logger = get_logger(__name__)
+
+
+class TeamChangeListener(Protocol):
+    def on_team_change(self, change: TeamChange) -> None: ...
+
+
+class GhostRun:
+    """The controller of one run and the ghost trainers that share it."""
+
+    def __init__(self) -> None:
+        self.controller = GhostController()
+        self.trainers: list[TeamChangeListener] = []
+        self._controller_restored = False
+
+    def restore_controller(self, state: dict[str, Any]) -> None:
+        """Continue the saved rotation (the first behavior restored brings it; all saved it)."""
+        if not self._controller_restored:
+            self.controller.load_state_dict(state)
+            self._controller_restored = True
+
+    def take_team_change(self) -> bool:
+        """Make a requested team change and tell every trainer; True when the environments must
+        be reset (no trajectory may straddle two learners)."""
+        change = self.controller.take_team_change()
+        if change is None:
+            return False
+        logger.info(
+            "Self-play: team %s learns now (team change %d)", change.learning_team, change.count
+        )
+        for trainer in self.trainers:
+            trainer.on_team_change(change)
+        return True
+
+
+_RUNS: dict[Path, GhostRun] = {}
+
+
+def run_for(artifact_path: str | Path) -> GhostRun:
+    """The run a behavior's artifact folder (``<results>/<run-id>/<Behavior>``) belongs to."""
+    return _RUNS.setdefault(Path(artifact_path).resolve().parent, GhostRun())
+
+
+def take_team_changes() -> bool:
+    """Every run's pending team change; True when any needs an environment reset."""
+    return any([run.take_team_change() for run in _RUNS.values()])
