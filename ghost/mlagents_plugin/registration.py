@@ -48,7 +48,9 @@ def trainer_types() -> tuple[dict[str, Any], dict[str, Any]]:
 
     install_config_hooks()
     _install_reset_hook()
-    factories = {name: functools.partial(create_ghost_trainer, name) for name in GHOST_TRAINER_TYPES}
+    factories = {
+        name: functools.partial(create_ghost_trainer, name) for name in GHOST_TRAINER_TYPES
+    }
     settings = {name: cls for name, (_, cls) in GHOST_TRAINER_TYPES.items()}
     return factories, settings
 

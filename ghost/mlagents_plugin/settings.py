@@ -17,7 +17,7 @@ field's annotation, which must be a real type.
 
 import copy
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any
 
 import attr
 import cattr
@@ -37,21 +37,21 @@ SELF_PLAY = "self_play"
 class GhostPPOSettings(PPOSettings):
     """``ghost_ppo``: ML-Agents' PPO hyperparameters plus the behavior's ``self_play`` section."""
 
-    self_play: Optional[SelfPlaySettings] = None
+    self_play: SelfPlaySettings | None = None
 
 
 @attr.s(auto_attribs=True)
 class GhostSACSettings(SACSettings):
     """``ghost_sac``: ML-Agents' SAC hyperparameters plus the behavior's ``self_play`` section."""
 
-    self_play: Optional[SelfPlaySettings] = None
+    self_play: SelfPlaySettings | None = None
 
 
 @attr.s(auto_attribs=True)
 class GhostPOCASettings(POCASettings):
     """``ghost_poca``: ML-Agents' POCA hyperparameters plus the behavior's ``self_play`` section."""
 
-    self_play: Optional[SelfPlaySettings] = None
+    self_play: SelfPlaySettings | None = None
 
 
 #: trainer type name -> (ML-Agents' trainer type it wraps, the plugin's settings class)

@@ -61,7 +61,7 @@ class TeamPolicy(Policy):
         """Act with these weights from now on, ``weights[i]`` in the workers of slot ``i``."""
         while len(self._members) < len(weights):
             self._adopt(self._make_member())
-        for member, member_weights in zip(self._members, weights):
+        for member, member_weights in zip(self._members, weights, strict=False):
             member.load_weights(member_weights)
         self._in_play = len(weights)
 
