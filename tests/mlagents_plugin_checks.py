@@ -26,8 +26,14 @@ from mlagents.trainers.settings import RunOptions, TrainerSettings
 from mlagents.trainers.torch_entities.action_log_probs import LogProbsTuple
 from mlagents.trainers.trainer import TrainerFactory
 from mlagents.trainers.trajectory import AgentExperience, AgentStatus, Trajectory
-from mlagents_envs.base_env import ActionSpec, ActionTuple, BehaviorSpec, ObservationSpec
-from mlagents_envs.base_env import DimensionProperty, ObservationType
+from mlagents_envs.base_env import (
+    ActionSpec,
+    ActionTuple,
+    BehaviorSpec,
+    DimensionProperty,
+    ObservationSpec,
+    ObservationType,
+)
 
 CHECKS: dict[str, Callable[[], None]] = {}
 PONG_SPEC = BehaviorSpec(
@@ -131,9 +137,7 @@ def plain_ml_agents_trainers_are_left_alone() -> None:
 
 
 def ghost_trainer(self_play: dict[str, Any], folder: str) -> Any:
-    settings = options(
-        {"Pong": {"trainer_type": "ghost_ppo", "self_play": self_play}}
-    ).behaviors
+    settings = options({"Pong": {"trainer_type": "ghost_ppo", "self_play": self_play}}).behaviors
     factory = TrainerFactory(
         trainer_config=settings, output_path=folder, train_model=True, load_model=False,
         seed=1, param_manager=EnvironmentParameterManager(),
@@ -179,7 +183,9 @@ def each_match_moves_elo_by_our_k_once() -> None:
         assert abs(trainer.state.rating - 1212.0) < 1e-9, trainer.state.rating  # K (1 - 1/2)
         # a group of two finishing together is one match, however many trajectories it sends
         rating = trainer.state.rating
-        trainer._rate_matches([finished("agent_0-2", 0.0, -1.0, 1), finished("agent_0-3", 0.0, -1.0, 1)])
+        trainer._rate_matches(
+            [finished("agent_0-2", 0.0, -1.0, 1), finished("agent_0-3", 0.0, -1.0, 1)]
+        )
         expected = rating + 24 * (0.0 - 1 / (1 + 10 ** ((1188.0 - rating) / 400)))
         assert abs(trainer.state.rating - expected) < 1e-9, (trainer.state.rating, expected)
         # interrupted episodes are not results

@@ -52,8 +52,14 @@ def pong_config(**self_play: object) -> dict:
                 "time_horizon": 64,
                 "summary_freq": 1000,
                 "checkpoint_interval": 1000,
-                "self_play": {"save_steps": 400, "team_change": 1200, "swap_steps": 300,
-                              "window": 4, "elo_k": 32, **self_play},  # fmt: skip
+                "self_play": {
+                    "save_steps": 400,
+                    "team_change": 1200,
+                    "swap_steps": 300,
+                    "window": 4,
+                    "elo_k": 32,
+                    **self_play,
+                },  # fmt: skip
             }
         }
     }
@@ -110,15 +116,9 @@ def test_ghost_ppo_self_play_run_in_mlagents_learn(mlagents, tmp_path):
     )
     assert state["self_play"]["next_snapshot_id"] >= 5  # the window slid
     assert state["controller"]["team_changes"] >= 2
-    assert state["self_play"]["rating"] != 1200.0
-    # Elo moved by our K: a K=32 rating walk over hundreds of matches leaves 1200 by more than
-    # ML-Agents' K=1 per agent could
-    assert (folder / "payoff.csv").read_text().count("/") > 0
-    matches = sum(
-        int(w) + int(d) + int(l)
-        for w, d, l in re.findall(r"(\d+)/(\d+)/(\d+)", (folder / "payoff.csv").read_text())
-    )
-    assert matches >= 50
+    assert state["self_play"]["rating"] != 1200.0  # per-match K is checked in the plugin checks
+    cells = re.findall(r"(\d+)/(\d+)/(\d+)", (folder / "payoff.csv").read_text())
+    assert sum(int(n) for cell in cells for n in cell) >= 50  # rated matches, all in the table
     # ML-Agents' own files are there as usual
     assert (tmp_path / "results" / "pong" / "Pong.onnx").exists()
 
