@@ -42,15 +42,23 @@ def config(trainer_type: str, steps: int) -> dict:
         "behaviors": {
             "Pong": {
                 "trainer_type": trainer_type,
-                "hyperparameters": {"batch_size": 256, "buffer_size": 2048, "num_epoch": 3,
-                                    "learning_rate": 3.0e-4},  # fmt: skip
+                "hyperparameters": {
+                    "batch_size": 256,
+                    "buffer_size": 2048,
+                    "num_epoch": 3,
+                    "learning_rate": 3.0e-4,
+                },  # fmt: skip
                 "network_settings": {"hidden_units": 64, "num_layers": 2},
                 "max_steps": steps,
                 "time_horizon": 64,
                 "summary_freq": 2000,
                 "checkpoint_interval": 5000,
-                "self_play": {"save_steps": 2000, "team_change": 8000, "swap_steps": 1000,
-                              "window": 5},  # fmt: skip
+                "self_play": {
+                    "save_steps": 2000,
+                    "team_change": 8000,
+                    "swap_steps": 1000,
+                    "window": 5,
+                },  # fmt: skip
             }
         }
     }
@@ -152,8 +160,12 @@ def main() -> None:
         curve = " → ".join(f"{v:.0f}" for v in row["elo_curve"])
         print(f"| {row['trainer_type']} | {row['seed']} | {row['wall_s']} | {curve} | "
               f"{row['scripted_win_rate']:.3f} |")  # fmt: skip
-    walls = {t: sum(r["wall_s"] for r in rows if r["trainer_type"] == t) for t in ("ppo", "ghost_ppo")}
-    print(f"\nwall time ghost_ppo / ppo (ML-Agents' ghost): {walls['ghost_ppo'] / walls['ppo']:.3f}")
+    walls = {
+        t: sum(r["wall_s"] for r in rows if r["trainer_type"] == t) for t in ("ppo", "ghost_ppo")
+    }
+    print(
+        f"\nwall time ghost_ppo / ppo (ML-Agents' ghost): {walls['ghost_ppo'] / walls['ppo']:.3f}"
+    )
 
 
 if __name__ == "__main__":
