@@ -17,9 +17,12 @@ and the policy queues), so the loop never asks what kind of trainer it drives.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -228,11 +231,14 @@ class TrainingLoop:
         steps = self.start(resume=resume)
         env_steps = 0
         try:
-            while self.still_training and not self.callbacks.stop_requested:
-                if max_env_steps is not None and env_steps >= max_env_steps:
-                    break
-                steps = self.step_once(steps)
-                env_steps += 1
+            with _ctrl_c_requests_stop() as ctrl_c:
+                while self.still_training and not self.callbacks.stop_requested:
+                    if ctrl_c.pressed:
+                        raise KeyboardInterrupt
+                    if max_env_steps is not None and env_steps >= max_env_steps:
+                        break
+                    steps = self.step_once(steps)
+                    env_steps += 1
         except KeyboardInterrupt:
             self.interrupted = True
             logger.info("Interrupted: writing a checkpoint and the current policies")
@@ -345,3 +351,31 @@ class TrainingLoop:
             for trainer in self.trainers.values():
                 trainer.close()
             self.stepper.close()
+
+
+class _CtrlC:
+    pressed = False
+
+
+@contextlib.contextmanager
+def _ctrl_c_requests_stop() -> Iterator[_CtrlC]:
+    """The first Ctrl-C asks the loop to stop between steps; a second one interrupts at once.
+
+    A KeyboardInterrupt raised wherever the main thread happens to be can be lost (Python only
+    prints it when it lands in a finalizer or a callback run from C), and then the run trains on.
+    """
+    state = _CtrlC()
+    if threading.current_thread() is not threading.main_thread():
+        yield state
+        return
+
+    def on_ctrl_c(signum: int, frame: Any) -> None:
+        if state.pressed:
+            raise KeyboardInterrupt
+        state.pressed = True
+
+    previous = signal.signal(signal.SIGINT, on_ctrl_c)
+    try:
+        yield state
+    finally:
+        signal.signal(signal.SIGINT, previous)
