@@ -105,6 +105,13 @@ class GhostController:
             )  # fmt: skip
         return self._rate_multi_team(learner, opponents, score)
 
+    def book_match(self, *, learner: SelfPlayState, arena: int, score: float) -> MatchRating | None:
+        """``rate_match`` and book the result in ``learner`` (None when nobody was fielded)."""
+        rating = self.rate_match(learner=learner, arena=arena, score=score)
+        if rating is not None:
+            learner.apply_match(rating)
+        return rating
+
     def _rate_multi_team(
         self, learner: SelfPlayState, opponents: list[tuple[str, Opponent]], score: float
     ) -> MatchRating:

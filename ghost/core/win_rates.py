@@ -15,6 +15,17 @@ from typing import Any
 
 from ghost.core.ratings import DRAW, WIN
 
+WIN_RATE_STAT = "Self-play/Win Rate"
+
+
+def result_stat_keys(opponent: Any) -> list[str]:
+    """The win-rate stats one match against ``opponent`` (a ``ghost.core.opponents.Opponent``)
+    feeds: the overall rate, plus one per opponent for the latest learner and fixed opponents."""
+    keys = [WIN_RATE_STAT]
+    if opponent.is_fixed or opponent.is_latest:
+        keys.append(f"{WIN_RATE_STAT} vs {opponent.key}")
+    return keys
+
 
 class WinRates:
     """Rolling win rates per opponent key and the full payoff counts."""

@@ -34,6 +34,7 @@ from ghost.core.controller import TeamChange
 from ghost.core.opponents import Opponent
 from ghost.core.ratings import result_from_reward
 from ghost.core.self_play import SelfPlayState
+from ghost.core.win_rates import result_stat_keys
 from ghost.mlagents_plugin.runs import GhostRun
 from ghost.mlagents_plugin.state_files import SelfPlayFiles, read_snapshot
 from ghost.mlagents_plugin.team_policy import TeamPolicy, worker_arena, worker_of
@@ -41,7 +42,6 @@ from ghost.mlagents_plugin.team_policy import TeamPolicy, worker_arena, worker_o
 logger = get_logger(__name__)
 
 ELO = "Self-play/ELO"  # ML-Agents' console line prints this one
-WIN_RATE = "Self-play/Win Rate"
 
 
 class MLAgentsGhostTrainer(Trainer):
@@ -198,19 +198,13 @@ class MLAgentsGhostTrainer(Trainer):
             results[(worker_of(trajectory.agent_id), score, group_size)] += 1
         for (worker, score, group_size), count in results.items():
             for _ in range(math.ceil(count / group_size)):
-                rating = self.controller.rate_match(
+                rating = self.controller.book_match(
                     learner=self.state, arena=worker_arena(worker), score=score
                 )
-                if rating is not None:
-                    self.state.apply_match(rating)
-                    for opponent in rating.opponents:
-                        self._record_result(opponent, score)
+                for opponent in rating.opponents if rating is not None else ():
+                    for key in result_stat_keys(opponent):
+                        self._stats_reporter.add_stat(key, score)
         self._stats_reporter.add_stat(ELO, self.state.rating)
-
-    def _record_result(self, opponent: Opponent, score: float) -> None:
-        self._stats_reporter.add_stat(WIN_RATE, score)
-        if opponent.is_fixed or opponent.is_latest:
-            self._stats_reporter.add_stat(f"{WIN_RATE} vs {opponent.key}", score)
 
     # -- turns, snapshots and opponents ------------------------------------------------------
     def on_team_change(self, change: TeamChange) -> None:

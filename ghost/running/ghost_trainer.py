@@ -24,10 +24,10 @@ from mlagents_envs.base_env import BehaviorSpec
 
 from envs.behavior_id import BehaviorId
 from ghost.core.controller import GhostController, TeamChange
-from ghost.core.opponents import Opponent
 from ghost.core.ratings import result_from_reward
 from ghost.core.self_play import SelfPlayState
 from ghost.core.snapshots import Snapshot
+from ghost.core.win_rates import result_stat_keys
 from ghost.running.opponent_policy import OpponentPolicy
 from trainers.atomic_files import atomic_write_text
 from trainers.base import ExperienceQueue, Policy, StepBatch, Trainer
@@ -173,16 +173,10 @@ class GhostTrainer(Trainer):
             batch.steps.terminal_arenas[rows].tolist(), scores.tolist(), strict=True
         ):
             score = result_from_reward(reward)
-            rating = self.controller.rate_match(learner=self.state, arena=arena, score=score)
-            if rating is not None:
-                self.state.apply_match(rating)
-                for opponent in rating.opponents:
-                    self._record_result_stats(opponent, score)
-
-    def _record_result_stats(self, opponent: Opponent, score: float) -> None:
-        self.stats.add("Self-play/Win Rate", score)
-        if opponent.is_fixed or opponent.is_latest:
-            self.stats.add(f"Self-play/Win Rate vs {opponent.key}", score)
+            rating = self.controller.book_match(learner=self.state, arena=arena, score=score)
+            for opponent in rating.opponents if rating is not None else ():
+                for key in result_stat_keys(opponent):
+                    self.stats.add(key, score)
 
     def on_team_change(self, change: TeamChange) -> None:
         """Learning passed to ``change.learning_team``: restart the turn count and swap."""

@@ -24,6 +24,7 @@ from ghost.core.curriculum import (
     ParameterSettings,
     with_seeds,
 )
+from ghost.core.win_rates import WIN_RATE_STAT
 from ghost.exceptions import ConfigError
 from ghost.running.ghost_trainer import GhostTrainer
 from trainers.base import Trainer
@@ -31,7 +32,7 @@ from trainers.stats import CUMULATIVE_REWARD
 
 logger = logging.getLogger(__name__)
 
-_WIN_RATE_VS = "Self-play/Win Rate vs fixed:"
+_WIN_RATE_VS = f"{WIN_RATE_STAT} vs fixed:"
 
 
 class LessonSchedule:
