@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from trainers import registry
-from trainers.hyperparameters import PPOSettings, SACSettings
+from trainers.hyperparameters import POCASettings, PPOSettings, SACSettings
 
 # The stand-in Unity builds (tests/fake_unity/*.x86_64) start with `#!/usr/bin/env python3`: it
 # must be this interpreter, for every process started later (worker processes included).
@@ -47,7 +47,8 @@ class FakeEntryPoint:
 
 
 def builtin_types() -> tuple[dict[str, Any], dict[str, Any]]:
-    return {"ppo": FakeTrainer, "sac": FakeTrainer}, {"ppo": PPOSettings, "sac": SACSettings}
+    trainers = {"ppo": FakeTrainer, "sac": FakeTrainer, "poca": FakeTrainer}
+    return trainers, {"ppo": PPOSettings, "sac": SACSettings, "poca": POCASettings}
 
 
 @pytest.fixture
@@ -64,7 +65,7 @@ def use_entry_points(monkeypatch: pytest.MonkeyPatch):
 
 @pytest.fixture
 def fake_registry(use_entry_points):
-    """ppo and sac registered with a fake trainer class (no torch trainers are imported)."""
+    """ppo, sac and poca registered with a fake trainer class (no torch trainers are imported)."""
     use_entry_points(FakeEntryPoint("builtin", builtin_types))
 
 

@@ -94,7 +94,11 @@ MALFORMED_INPUTS = [
         "sampling strategy",
         "behaviors:\n  Duel:\n    self_play: {sampling: {strategy: best}}\n" + ENV,
     ),
-    MalformedInput("poca trainer", "not supported", behavior("    trainer_type: poca\n")),
+    MalformedInput(
+        "PPO-only key under poca",
+        "shared_critic",
+        behavior("    trainer_type: poca\n    hyperparameters: {shared_critic: true}\n"),
+    ),
     MalformedInput(
         "recurrent memory",
         "not supported yet",

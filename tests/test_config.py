@@ -30,7 +30,7 @@ from ghost.exceptions import (
 from tests.conftest import REFERENCE_CONFIGS, needs_reference_configs
 from tests.fake_envs import spec
 from trainers import settings as trainer_schema
-from trainers.hyperparameters import PPOSettings, SACSettings
+from trainers.hyperparameters import POCASettings, PPOSettings, SACSettings
 from trainers.settings import EncoderType, ScheduleType
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "config-reference.md"
@@ -78,13 +78,17 @@ def test_reference_tennis_values():
     ("name", "behavior_name"),
     [("SoccerTwos-poca.yaml", "SoccerTwos"), ("StrikersVsGoalie-poca.yaml", "Goalie")],
 )
-def test_poca_configs_say_not_supported(name, behavior_name):
-    with pytest.raises(TrainerTypeError) as caught:
-        load_options(REFERENCE_CONFIGS / name)
-    message = str(caught.value)
-    assert f"behaviors.{behavior_name}.trainer_type = 'poca'" in message
-    assert "not supported yet" in message
-    assert "ppo" in message and "self_play" in message
+def test_poca_reference_configs_load(name, behavior_name):
+    settings = load_options(REFERENCE_CONFIGS / name).behaviors[behavior_name]
+    assert settings.trainer_type == "poca"
+    hyperparameters = settings.hyperparameters
+    assert isinstance(hyperparameters, POCASettings)
+    assert (hyperparameters.batch_size, hyperparameters.buffer_size) == (2048, 20480)
+    # ML-Agents' POCA decays beta and epsilon linearly even with a constant learning rate
+    assert hyperparameters.learning_rate_schedule is ScheduleType.CONSTANT
+    assert hyperparameters.beta_schedule_resolved is ScheduleType.LINEAR
+    assert hyperparameters.epsilon_schedule_resolved is ScheduleType.LINEAR
+    assert settings.self_play.window == 10
 
 
 # -- strict keys ----------------------------------------------------------------------------------

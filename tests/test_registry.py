@@ -11,7 +11,8 @@ import pytest
 from ghost.exceptions import TrainerTypeError
 from tests.conftest import FakeEntryPoint, FakeTrainer, builtin_types
 from trainers import registry
-from trainers.hyperparameters import PPOSettings, SACSettings
+from trainers.poca import POCATrainer
+from trainers.hyperparameters import POCASettings, PPOSettings, SACSettings
 from trainers.settings import HyperparamSettings
 
 
@@ -39,7 +40,7 @@ def test_project_declares_its_builtin_entry_point():
 
 def test_plugins_are_loaded(use_entry_points):
     use_entry_points(FakeEntryPoint("builtin", builtin_types), FakeEntryPoint("mine", my_types))
-    assert registry.trainer_types() == ("mine", "ppo", "sac")
+    assert registry.trainer_types() == ("mine", "poca", "ppo", "sac")
     assert registry.hyperparameter_class("mine") is MyHyperparams
     assert registry.trainer_class("mine") is MyTrainer
     assert registry.trainer_class("ppo") is FakeTrainer
@@ -53,7 +54,7 @@ def test_failing_plugin_is_reported_and_skipped(use_entry_points, caplog):
         FakeEntryPoint("mine", my_types),
     )
     with caplog.at_level(logging.WARNING, logger="trainers.registry"):
-        assert registry.trainer_types() == ("mine", "ppo", "sac")
+        assert registry.trainer_types() == ("mine", "poca", "ppo", "sac")
     assert "'broken'" in caplog.text
     assert "ImportError: No module named 'missing_dependency'" in caplog.text
 
@@ -77,16 +78,14 @@ def test_unknown_type_lists_the_registered_ones(fake_registry):
     for lookup in (registry.hyperparameter_class, registry.trainer_class):
         with pytest.raises(TrainerTypeError) as caught:
             lookup("sacc")
-        assert "Registered types: ppo, sac" in str(caught.value)
+        assert "Registered types: poca, ppo, sac" in str(caught.value)
         assert "Did you mean 'sac'?" in str(caught.value)
 
 
-def test_poca_is_planned_not_unknown(fake_registry):
-    with pytest.raises(TrainerTypeError) as caught:
-        registry.hyperparameter_class("poca")
-    message = str(caught.value)
-    assert "not supported yet" in message and "planned" in message
-    assert "ppo" in message and "self_play" in message
+def test_poca_is_built_in():
+    registry.refresh()
+    assert registry.hyperparameter_class("poca") is POCASettings
+    assert registry.trainer_class("poca") is POCATrainer
 
 
 def test_refresh_reloads_entry_points(use_entry_points):

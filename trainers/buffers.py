@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import numpy as np
 
@@ -9,10 +11,14 @@ from trainers.rollout import Transitions
 
 
 class RolloutBuffer:
-    """Transitions in arrival order, each linked to the same agent's next one (``next_index``)."""
+    """Transitions in arrival order, each linked to the same agent's next one (``next_index``).
+
+    Chunks are ``Transitions`` or anything shaped like them (``slots``, ``continues``, ``len`` and a
+    ``concatenate`` static method), such as ``trainers.group_rollout.GroupTransitions``.
+    """
 
     def __init__(self) -> None:
-        self._chunks: list[Transitions] = []
+        self._chunks: list[Any] = []
         self._size = 0
         self._last_row_of_slot = np.full(64, -1, dtype=np.int64)
         self._links: list[tuple[np.ndarray, np.ndarray]] = []
@@ -20,7 +26,7 @@ class RolloutBuffer:
     def __len__(self) -> int:
         return self._size
 
-    def add(self, transitions: Transitions) -> None:
+    def add(self, transitions: Any) -> None:
         slots = transitions.slots
         if slots.max(initial=-1) >= len(self._last_row_of_slot):
             grown = np.full(2 * int(slots.max()) + 1, -1, dtype=np.int64)
@@ -34,9 +40,9 @@ class RolloutBuffer:
         self._chunks.append(transitions)
         self._size += len(transitions)
 
-    def contents(self) -> tuple[Transitions, np.ndarray, list[tuple[int, int]]]:
+    def contents(self) -> tuple[Any, np.ndarray, list[tuple[int, int]]]:
         """All transitions as one batch, their ``next_index`` and the chunk bounds."""
-        data = Transitions.concatenate(self._chunks)
+        data = type(self._chunks[0]).concatenate(self._chunks)
         next_index = np.full(self._size, -1, dtype=np.int64)
         for source, target in self._links:
             next_index[source] = target

@@ -22,11 +22,12 @@ def _check_batch_fits(batch_size: int, buffer_size: int, holds: str) -> None:
 
 
 @attrs.frozen(kw_only=True)
-class PPOSettings(HyperparamSettings):
-    """PPO: ``buffer_size`` agent steps per update, ``num_epoch`` passes of ``batch_size`` minibatches.
+class OnPolicySettings(HyperparamSettings):
+    """What PPO and POCA share: ``buffer_size`` agent steps per update, ``num_epoch`` passes of
+    ``batch_size`` minibatches, a clipped surrogate with entropy bonus ``beta``.
 
-    ``beta_schedule``/``epsilon_schedule`` default to ``learning_rate_schedule`` (read the
-    ``*_schedule_resolved`` properties).
+    Read the schedules of ``beta`` and ``epsilon`` from the ``*_schedule_resolved`` properties
+    (an unset one follows ``learning_rate_schedule``).
     """
 
     batch_size: int = attrs.field(default=1024, validator=positive)
@@ -36,14 +37,11 @@ class PPOSettings(HyperparamSettings):
     epsilon: float = attrs.field(default=0.2, validator=_fraction)
     lambd: float = attrs.field(default=0.95, validator=unit_interval)
     num_epoch: int = attrs.field(default=3, validator=positive)
-    shared_critic: bool = False
     beta_schedule: ScheduleType | None = None
     epsilon_schedule: ScheduleType | None = None
 
     def __attrs_post_init__(self) -> None:
-        _check_batch_fits(
-            self.batch_size, self.buffer_size, "holds the experience of one PPO update"
-        )
+        _check_batch_fits(self.batch_size, self.buffer_size, "holds the experience of one update")
 
     @property
     def beta_schedule_resolved(self) -> ScheduleType:
@@ -52,6 +50,22 @@ class PPOSettings(HyperparamSettings):
     @property
     def epsilon_schedule_resolved(self) -> ScheduleType:
         return self.epsilon_schedule or self.learning_rate_schedule
+
+
+@attrs.frozen(kw_only=True)
+class PPOSettings(OnPolicySettings):
+    """PPO (see ``OnPolicySettings``); ``beta``/``epsilon`` schedules follow the learning rate's."""
+
+    shared_critic: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class POCASettings(OnPolicySettings):
+    """MA-POCA (see ``OnPolicySettings``). As in ML-Agents, ``beta`` and ``epsilon`` decay
+    linearly by default whatever ``learning_rate_schedule`` says."""
+
+    beta_schedule: ScheduleType | None = ScheduleType.LINEAR
+    epsilon_schedule: ScheduleType | None = ScheduleType.LINEAR
 
 
 @attrs.frozen(kw_only=True)

@@ -7,12 +7,13 @@ normalized over the buffer, then ``num_epoch`` shuffled passes of ``batch_size``
 ``learning_rate``, ``beta`` and ``epsilon`` decay linearly to 1e-10, 1e-5 and 0.1 over ``max_steps``
 when their schedule is ``linear``.
 
-Size: ``_optimize`` (67 lines) is the PPO update as the paper writes it (epochs × minibatches,
+Size: ``_optimize`` (about 60 lines) is the PPO update as the paper writes it (epochs × minibatches,
 clipped surrogate, value loss, entropy), kept in one piece on purpose.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,18 @@ from trainers.networks import ValueNetwork
 from trainers.policy import TorchPolicy, to_tensors
 from trainers.rl_trainer import RLTrainer, decayed
 from trainers.rollout import Transitions
+
+#: the critic's loss terms (stat name -> value) on the minibatch ``rows`` under clip range epsilon
+CriticLoss = Callable[[torch.Tensor, float], dict[str, torch.Tensor]]
+
+
+def clipped_value_loss(
+    estimate: torch.Tensor, old: torch.Tensor, target: torch.Tensor, epsilon: float
+) -> torch.Tensor:
+    """PPO's value loss: the larger squared error of the new estimate and of the estimate clipped
+    to within ``epsilon`` of the ``old`` one."""
+    clipped = old + torch.clamp(estimate - old, -epsilon, epsilon)
+    return torch.max((target - estimate) ** 2, (target - clipped) ** 2).mean()
 
 
 class PPOTrainer(RLTrainer):
@@ -90,31 +103,44 @@ class PPOTrainer(RLTrainer):
             lambd=self.hyperparameters.lambd,
         )
         returns = advantages + values
-        normalized = (advantages - advantages.mean()) / (advantages.std() + 1e-10)
-        self._optimize(data, obs, values, returns, normalized)
+        self.stats.add("Policy/Extrinsic Value Estimate", float(values.mean()))
+        old, target = self._tensor(values), self._tensor(returns)
+
+        def value_loss(rows: torch.Tensor, epsilon: float) -> dict[str, torch.Tensor]:
+            estimate = self.critic([o[rows] for o in obs])
+            loss = clipped_value_loss(estimate, old[rows], target[rows], epsilon)
+            return {"Losses/Value Loss": loss}
+
+        self._optimize(data, obs, advantages, value_loss, {"Losses/Value Loss": 0.5})
+
+    def _tensor(self, array: np.ndarray) -> torch.Tensor:
+        return torch.as_tensor(array, device=self.device)
 
     def _optimize(
         self,
         data: Transitions,
         obs: list[torch.Tensor],
-        old_values: np.ndarray,
-        returns: np.ndarray,
         advantages: np.ndarray,
+        critic_loss: CriticLoss,
+        critic_weights: dict[str, float],
     ) -> None:
+        """``num_epoch`` shuffled passes of minibatches on the clipped surrogate of the normalized
+        ``advantages``, minus ``beta`` times the entropy, plus each of ``critic_loss``'s terms
+        times its weight in ``critic_weights``."""
         assert self.policy is not None
         h = self.hyperparameters
         learning_rate, beta, epsilon = self._schedules()
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate
-        tensor = lambda a: torch.as_tensor(a, device=self.device)  # noqa: E731
+        tensor = self._tensor
         continuous = tensor(data.continuous_raw) if data.continuous_raw.shape[1] else None
         discrete = tensor(data.discrete) if data.discrete.shape[1] else None
         masks = tensor(data.action_mask) if data.action_mask is not None else None
-        old_log_probs, old_values_t = tensor(data.log_probs), tensor(old_values)
-        returns_t, advantages_t = tensor(returns), tensor(advantages)
+        old_log_probs = tensor(data.log_probs)
+        advantages_t = tensor((advantages - advantages.mean()) / (advantages.std() + 1e-10))
         n = len(data)
         batch_size = min(h.batch_size, n)
-        totals = {"policy": 0.0, "value": 0.0, "entropy": 0.0}
+        totals = dict.fromkeys(["policy", "entropy", *critic_weights], 0.0)
         updates = 0
         for _ in range(h.num_epoch):
             order = torch.as_tensor(self.rng.permutation(n), device=self.device)
@@ -133,31 +159,26 @@ class PPOTrainer(RLTrainer):
                 policy_loss = -torch.min(
                     ratio * advantage, torch.clamp(ratio, 1 - epsilon, 1 + epsilon) * advantage
                 ).mean()
-                values = self.critic([o[rows] for o in obs])
-                old = old_values_t[rows]
-                clipped = old + torch.clamp(values - old, -epsilon, epsilon)
-                value_loss = torch.max(
-                    (returns_t[rows] - values) ** 2, (returns_t[rows] - clipped) ** 2
-                ).mean()
                 entropy = dist.mean_entropy().mean()
-                loss = policy_loss + 0.5 * value_loss - beta * entropy
+                loss = policy_loss - beta * entropy
+                for name, term in critic_loss(rows, epsilon).items():
+                    loss = loss + critic_weights[name] * term
+                    totals[name] += term.item()
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 self.optimizer.step()
                 totals["policy"] += policy_loss.item()
-                totals["value"] += value_loss.item()
                 totals["entropy"] += entropy.item()
                 updates += 1
         updates = max(updates, 1)
         self.record_losses(
             {
-                "Losses/Policy Loss": abs(totals["policy"]) / updates,
-                "Losses/Value Loss": totals["value"] / updates,
-                "Policy/Entropy": totals["entropy"] / updates,
+                "Losses/Policy Loss": abs(totals.pop("policy")) / updates,
+                "Policy/Entropy": totals.pop("entropy") / updates,
+                **{name: total / updates for name, total in totals.items()},
                 "Policy/Learning Rate": learning_rate,
                 "Policy/Epsilon": epsilon,
                 "Policy/Beta": beta,
-                "Policy/Extrinsic Value Estimate": float(old_values.mean()),
             }
         )
 

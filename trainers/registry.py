@@ -2,8 +2,8 @@
 
 Trainer types come from the ``ghost.trainer_type`` entry-point group, the same plug-in shape as
 ML-Agents' ``mlagents.trainer_type``: each entry point names a function returning
-``({name: TrainerClass}, {name: HyperparamSettingsClass})``. The built-in ``ppo`` and ``sac`` arrive
-through this project's own entry point (``builtin_trainer_types`` below).
+``({name: TrainerClass}, {name: HyperparamSettingsClass})``. The built-in ``ppo``, ``sac`` and
+``poca`` arrive through this project's own entry point (``builtin_trainer_types`` below).
 
 A plugin that fails to load is logged and skipped, so one broken package cannot stop every run.
 The ``hyperparameters`` schemas of the built-in types are always known (they live in
@@ -24,21 +24,12 @@ from typing import Any
 import attrs
 
 from trainers.exceptions import TrainerTypeError
-from trainers.hyperparameters import PPOSettings, SACSettings
+from trainers.hyperparameters import POCASettings, PPOSettings, SACSettings
 from trainers.settings import HyperparamSettings
 
 logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "ghost.trainer_type"
-
-# Types that ML-Agents has and we do not: a clear "not yet" beats "unknown trainer type".
-_NOT_YET = {
-    "poca": (
-        "trainer_type 'poca' (ML-Agents' cooperative multi-agent trainer) is not supported yet; "
-        "it is planned. Meanwhile use trainer_type: ppo (or sac) with a self_play: section"
-    ),
-}
-
 
 @attrs.frozen(kw_only=True)
 class _Registry:
@@ -49,17 +40,19 @@ class _Registry:
 
 
 def builtin_trainer_types() -> tuple[dict[str, Any], dict[str, type[HyperparamSettings]]]:
-    """``({name: TrainerClass}, {name: HyperparamSettingsClass})`` for PPO and SAC: the target of
-    this project's own ``ghost.trainer_type`` entry point."""
+    """``({name: TrainerClass}, {name: HyperparamSettingsClass})`` for PPO, SAC and POCA: the
+    target of this project's own ``ghost.trainer_type`` entry point."""
     # imported on use: reading a configuration must not need torch
+    from trainers.poca import POCATrainer
     from trainers.ppo import PPOTrainer
     from trainers.sac import SACTrainer
 
-    return {"ppo": PPOTrainer, "sac": SACTrainer}, _builtin_hyperparameters()
+    trainers = {"ppo": PPOTrainer, "sac": SACTrainer, "poca": POCATrainer}
+    return trainers, _builtin_hyperparameters()
 
 
 def _builtin_hyperparameters() -> dict[str, type[HyperparamSettings]]:
-    return {"ppo": PPOSettings, "sac": SACSettings}
+    return {"ppo": PPOSettings, "sac": SACSettings, "poca": POCASettings}
 
 
 def _describe(error: BaseException) -> str:
@@ -129,8 +122,6 @@ def trainer_types() -> tuple[str, ...]:
 
 
 def _unknown(name: str) -> TrainerTypeError:
-    if name in _NOT_YET:
-        return TrainerTypeError(_NOT_YET[name])
     known = trainer_types()
     close = difflib.get_close_matches(name, known, n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
@@ -144,7 +135,7 @@ def hyperparameter_class(name: str) -> type[HyperparamSettings]:
     """The ``hyperparameters`` settings class of trainer type ``name``.
 
     Raises:
-        TrainerTypeError: ``name`` is not registered (``poca`` gets a "not supported yet" message).
+        TrainerTypeError: ``name`` is not registered.
     """
     registry = _registry()
     if name not in registry.hyperparameters:

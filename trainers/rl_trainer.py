@@ -17,7 +17,7 @@ from envs.behavior_id import BehaviorId
 from trainers.base import Policy, Trainer
 from trainers.policy import TorchPolicy
 from trainers.policy_file import policy_record
-from trainers.rollout import TransitionAssembler, Transitions
+from trainers.rollout import FinishedEpisodes, TransitionAssembler, Transitions
 from trainers.settings import ScheduleType
 from trainers.stats import CUMULATIVE_REWARD, EPISODE_LENGTH
 
@@ -89,8 +89,7 @@ class RLTrainer(Trainer):
                     continue
                 transitions, episodes = assembler.add(batch)
                 if episodes is not None:
-                    self.stats.add(CUMULATIVE_REWARD, episodes.rewards)
-                    self.stats.add(EPISODE_LENGTH, episodes.lengths)
+                    self._record_episodes(episodes)
                 if transitions is not None and self.should_still_train:
                     self._step += len(transitions)
                     if not self.training:
@@ -101,6 +100,10 @@ class RLTrainer(Trainer):
                         for policy_queue in self.policy_queues:
                             policy_queue.put(self.get_policy(policy_queue.behavior_id))
         self.stats.maybe_write(self._step)
+
+    def _record_episodes(self, episodes: FinishedEpisodes) -> None:
+        self.stats.add(CUMULATIVE_REWARD, episodes.rewards)
+        self.stats.add(EPISODE_LENGTH, episodes.lengths)
 
     def end_episode(self) -> None:
         for assembler in self.assemblers.values():

@@ -20,9 +20,21 @@ import copy
 
 import attrs
 import numpy as np
-from mlagents_envs.base_env import BehaviorSpec
+from mlagents_envs.base_env import BehaviorSpec, DecisionSteps, TerminalSteps
 
+from envs.stepping import AGENT_ID_STRIDE
 from trainers.base import StepBatch
+
+
+def group_keys(agent_ids: np.ndarray, group_ids: np.ndarray) -> np.ndarray:
+    """Each agent's group as a key unique across environments (0 for agents in no group).
+
+    Group ids are numbered per environment; agent ids carry their environment in their high bits
+    (``envs.stepping.AGENT_ID_STRIDE``), so the two together name one group of one environment.
+    """
+    group_ids = np.asarray(group_ids, dtype=np.int64)
+    environment = np.asarray(agent_ids, dtype=np.int64) // AGENT_ID_STRIDE
+    return np.where(group_ids > 0, environment * AGENT_ID_STRIDE + group_ids, 0)
 
 
 @attrs.frozen
@@ -41,6 +53,12 @@ class Transitions:
     dones: np.ndarray
     continues: np.ndarray
     slots: np.ndarray
+    #: whether the agent's episode ended here (interrupted or not)
+    ended: np.ndarray | None = None
+    #: the group part of ``rewards`` (``group_reward``)
+    group_rewards: np.ndarray | None = None
+    #: the agent's group, unique across environments (0: in no group)
+    groups: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.rewards)
@@ -67,6 +85,8 @@ class FinishedEpisodes:
 
     rewards: np.ndarray
     lengths: np.ndarray
+    #: the group rewards within ``rewards``
+    group_rewards: np.ndarray
 
 
 class TransitionAssembler:
@@ -112,6 +132,7 @@ class TransitionAssembler:
             ("_pending", (), bool),
             ("_since_cut", (), np.int64),
             ("_episode_reward", (), np.float64),
+            ("_episode_group_reward", (), np.float64),
             ("_episode_length", (), np.int64),
         ):
             setattr(self, name, resize(getattr(self, name, None), shape, dtype))
@@ -138,6 +159,7 @@ class TransitionAssembler:
         self._pending[:] = False
         self._since_cut[:] = 0
         self._episode_reward[:] = 0.0
+        self._episode_group_reward[:] = 0.0
         self._episode_length[:] = 0
 
     def _complete(
@@ -149,6 +171,8 @@ class TransitionAssembler:
         next_mask: np.ndarray | None,
         dones: np.ndarray,
         continues: np.ndarray,
+        steps: DecisionSteps | TerminalSteps,
+        rows: np.ndarray,
     ) -> Transitions:
         return Transitions(
             obs=[o[slots] for o in self._pending_obs],
@@ -168,6 +192,9 @@ class TransitionAssembler:
             dones=dones,
             continues=continues,
             slots=slots,
+            ended=np.full(len(slots), isinstance(steps, TerminalSteps)),
+            group_rewards=steps.group_reward[rows].astype(np.float32),
+            groups=group_keys(steps.agent_id[rows], steps.group_id[rows]),
         )
 
     def add(self, batch: StepBatch) -> tuple[Transitions | None, FinishedEpisodes | None]:
@@ -189,15 +216,20 @@ class TransitionAssembler:
                         next_mask=None,
                         dones=~terminal.interrupted[known],
                         continues=np.zeros(len(done_slots), bool),
+                        steps=terminal,
+                        rows=known,
                     )
                 )
                 episodes = FinishedEpisodes(
                     rewards=self._episode_reward[done_slots] + rewards[known],
                     lengths=self._episode_length[done_slots].copy(),
+                    group_rewards=self._episode_group_reward[done_slots]
+                    + terminal.group_reward[known],
                 )
             self._pending[slots] = False
             self._since_cut[slots] = 0
             self._episode_reward[slots] = 0.0
+            self._episode_group_reward[slots] = 0.0
             self._episode_length[slots] = 0
         decision = batch.steps.decision
         if len(decision):
@@ -221,9 +253,12 @@ class TransitionAssembler:
                         next_mask=None if flat_mask is None else flat_mask[known],
                         dones=np.zeros(len(ongoing), bool),
                         continues=~cut,
+                        steps=decision,
+                        rows=known,
                     )
                 )
             self._episode_reward[slots] += rewards
+            self._episode_group_reward[slots] += decision.group_reward
             self._episode_length[slots] += 1
             for pending, observed in zip(self._pending_obs, decision.obs, strict=True):
                 pending[slots] = observed

@@ -27,6 +27,7 @@ logger = logging.getLogger(__name__)
 CUMULATIVE_REWARD = "Environment/Cumulative Reward"
 EPISODE_LENGTH = "Environment/Episode Length"
 ELO = "Self-play/ELO"
+GROUP_CUMULATIVE_REWARD = "Environment/Group Cumulative Reward"
 
 
 class Aggregation(enum.Enum):
@@ -70,7 +71,7 @@ class StatsReporter:
             for watcher in self._watchers[key]:
                 watcher(values)
 
-    def record(self, key: str, value: float, aggregation: Aggregation) -> None:
+    def record(self, key: str, value: float | np.ndarray, aggregation: Aggregation) -> None:
         """Record ``value`` for a key summarised by ``aggregation`` instead of the mean."""
         self._aggregation[key] = aggregation
         self.add(key, value)
@@ -120,6 +121,8 @@ class StatsReporter:
             )
         else:
             parts.append("No episode was completed since last summary.")
+        if GROUP_CUMULATIVE_REWARD in means:
+            parts.append(f"Mean Group Reward: {means[GROUP_CUMULATIVE_REWARD]:0.3f}.")
         if ELO in means:
             parts.append(f"ELO: {means[ELO]:0.1f}.")
         parts.append(f"{steps_per_second:0.0f} steps/s.")

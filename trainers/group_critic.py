@@ -1,0 +1,123 @@
+"""MA-POCA's centralized critic: one network, two questions, any number of group members.
+
+``value(obs, present)`` estimates the return of a whole group from the observations of its members;
+``baseline(obs, present, actions)`` estimates it for one agent while its group mates' actions are
+known and its own is not (the counterfactual baseline of Cohen et al. 2021). Members are entities
+of a residual self-attention block, pooled by a masked mean, so a group of any size (agents that
+finished early, agents that joined late) is one batch row with a ``present`` mask: no padding
+values ever reach the pooled encoding.
+
+Layout: ``obs`` is a list of ``[rows, members, ...]`` arrays, member 0 being the agent itself;
+``present`` is ``[rows, members]`` (member 0 always present); ``actions`` ``[rows, members, A]``
+are the members' actions (continuous values, then one-hot discrete branches), ignored for member 0
+in ``baseline``. The encoding is followed by ``2 n / n_max - 1`` for ``n`` present members, as in
+ML-Agents (``n_max``: the largest group seen so far, kept with the weights).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from mlagents_envs.base_env import ActionSpec, ObservationSpec
+from torch import nn
+from torch.nn import functional
+
+from trainers.networks import ObservationEncoder, mlp
+from trainers.settings import NetworkSettings
+
+#: attention heads of the self-attention block
+HEADS = 4
+
+
+def _small_linear(inputs: int, outputs: int) -> nn.Linear:
+    """A linear layer whose output variance is 1/8 of its input's (T-Fixup-style initialization,
+    which keeps a residual attention block stable without learned normalization)."""
+    layer = nn.Linear(inputs, outputs)
+    nn.init.normal_(layer.weight, std=math.sqrt(0.125 / outputs))
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+def _layer_norm(x: torch.Tensor) -> torch.Tensor:
+    return functional.layer_norm(x, x.shape[-1:], eps=1e-5)
+
+
+class ResidualSelfAttention(nn.Module):
+    """Members attend to each other (absent ones masked out), then a masked mean pools them."""
+
+    def __init__(self, size: int, heads: int = HEADS) -> None:
+        super().__init__()
+        self.heads = heads
+        self.query, self.key, self.value, self.out = (_small_linear(size, size) for _ in range(4))
+
+    def forward(self, entities: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
+        rows, members, size = entities.shape
+        x = _layer_norm(entities)
+
+        def split(t: torch.Tensor) -> torch.Tensor:
+            return t.reshape(rows, members, self.heads, size // self.heads).transpose(1, 2)
+
+        keep = present[:, None, None, :]  # the same key mask for every head and query
+        attended = functional.scaled_dot_product_attention(
+            split(self.query(x)), split(self.key(x)), split(self.value(x)), attn_mask=keep
+        )
+        attended = attended.transpose(1, 2).reshape(rows, members, size)
+        x = _layer_norm(self.out(attended) + x)
+        weight = present.to(x.dtype).unsqueeze(-1)
+        return (x * weight).sum(dim=1) / weight.sum(dim=1).clamp_min(1e-7)
+
+
+class GroupCritic(nn.Module):
+    """The group value and the per-agent counterfactual baseline (see module docstring)."""
+
+    def __init__(
+        self,
+        obs_specs: list[ObservationSpec],
+        action_spec: ActionSpec,
+        settings: NetworkSettings,
+    ) -> None:
+        super().__init__()
+        hidden = settings.hidden_units
+        if hidden % HEADS:
+            raise ValueError(f"hidden_units must be a multiple of {HEADS} for POCA's critic")
+        self.encoder = ObservationEncoder(obs_specs, settings)
+        self.action_size = action_spec.continuous_size + sum(action_spec.discrete_branches)
+        self.embed_obs = _small_linear(self.encoder.output_size, hidden)
+        self.embed_obs_action = _small_linear(self.encoder.output_size + self.action_size, hidden)
+        self.attention = ResidualSelfAttention(hidden)
+        self.body = mlp(hidden, hidden, settings.num_layers)
+        for layer in self.body:
+            if isinstance(layer, nn.Linear):
+                layer.weight.data.mul_(math.sqrt(0.125 / hidden))
+        self.head = nn.Linear(hidden + 1, 1)
+        self.register_buffer("max_members", torch.ones((), dtype=torch.float32))
+
+    def _encode_members(self, obs: list[torch.Tensor]) -> torch.Tensor:
+        rows, members = obs[0].shape[:2]
+        flat = [o.reshape(rows * members, *o.shape[2:]) for o in obs]
+        return self.encoder(flat).reshape(rows, members, -1)
+
+    def _pool(self, entities: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
+        pooled = self.attention(entities, present)
+        count = present.sum(dim=1, keepdim=True).to(pooled.dtype)
+        self.max_members.fill_(max(float(self.max_members), float(count.max())))
+        scaled = count * 2.0 / self.max_members - 1.0
+        return self.head(torch.cat([self.body(pooled), scaled], dim=1)).squeeze(-1)
+
+    def value(self, obs: list[torch.Tensor], present: torch.Tensor) -> torch.Tensor:
+        """V(s): the group's expected return from all present members' observations."""
+        return self._pool(self.embed_obs(self._encode_members(obs)), present)
+
+    def baseline(
+        self, obs: list[torch.Tensor], present: torch.Tensor, actions: torch.Tensor
+    ) -> torch.Tensor:
+        """Q(s, a_mates): member 0's observation alone, its mates' with their actions."""
+        encoded = self._encode_members(obs)
+        own = self.embed_obs(encoded[:, :1])
+        mates = self.embed_obs_action(torch.cat([encoded[:, 1:], actions[:, 1:]], dim=2))
+        return self._pool(torch.cat([own, mates], dim=1), present)
+
+    def update_normalizer(self, obs: list[torch.Tensor]) -> None:
+        """Fold the agents' own observations (``[rows, ...]``) into the running normalizer."""
+        self.encoder.update_normalizer(obs)

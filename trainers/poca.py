@@ -1,0 +1,158 @@
+"""MA-POCA (Cohen et al. 2021), ML-Agents' trainer for cooperating groups, with its semantics.
+
+The policy is PPO's (one actor per agent, acting on its own observation). The critic is centralized
+(``trainers.group_critic.GroupCritic``): per transition it sees the agent's group mates of that step
+(``trainers.group_rollout``). Every ``buffer_size`` trainer steps:
+
+- **reward**: the agent's individual reward + its mates' individual rewards + the group reward, times
+  the extrinsic ``strength``;
+- **returns**: λ-returns on the group value ``V(s_t)`` (GAE over each agent's own trajectory plus the
+  value). A trajectory that stops bootstraps from the group's next value; the bootstrap is zero only
+  where the agent's episode really ended *and* all of its mates' ended with it. An agent that
+  finished early therefore keeps the value of what its group goes on to achieve, with no absorbing
+  padding states;
+- **advantage**: return minus the agent's counterfactual baseline ``Q(s, a_mates)``, normalized over
+  the buffer;
+- **loss**: PPO's clipped surrogate + ``0.5 * (value_loss + 0.5 * baseline_loss)`` − ``beta`` ×
+  entropy, with both critic losses clipped like PPO's value loss.
+
+Statistics, as ML-Agents writes them: ``Environment/Cumulative Reward`` (individual rewards only),
+``Environment/Group Cumulative Reward``, ``Policy/Extrinsic Value Estimate``,
+``Policy/Extrinsic Baseline Estimate``, ``Losses/Baseline Loss``, and PPO's others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from trainers.buffers import RolloutBuffer
+from trainers.gae import compute_gae
+from trainers.group_critic import GroupCritic
+from trainers.group_rollout import GroupTransitions
+from trainers.hyperparameters import POCASettings
+from trainers.policy import TorchPolicy, to_tensors
+from trainers.ppo import PPOTrainer, clipped_value_loss
+from trainers.rollout import FinishedEpisodes, Transitions
+from trainers.stats import (
+    CUMULATIVE_REWARD,
+    EPISODE_LENGTH,
+    GROUP_CUMULATIVE_REWARD,
+    Aggregation,
+)
+
+#: rows per no-grad critic pass over the buffer
+_CHUNK = 4096
+
+
+def flat_actions(transitions: Transitions, branches: tuple[int, ...]) -> np.ndarray:
+    """Actions as the critic reads them: continuous values, then each discrete branch one-hot."""
+    parts = [transitions.continuous_raw.astype(np.float32)]
+    for branch, size in enumerate(branches):
+        parts.append(np.eye(size, dtype=np.float32)[transitions.discrete[:, branch]])
+    return np.concatenate(parts, axis=1)
+
+
+class POCATrainer(PPOTrainer):
+    """MA-POCA for one behavior name (see module docstring)."""
+
+    hyperparameters: POCASettings  # type: ignore[assignment]
+
+    def _make_learner(self, policy: TorchPolicy) -> None:
+        spec = policy.behavior_spec
+        self.critic = GroupCritic(  # type: ignore[assignment]
+            list(spec.observation_specs), spec.action_spec, self.settings.network_settings
+        ).to(self.device)
+        parameters = list(policy.actor.parameters()) + list(self.critic.parameters())
+        self.optimizer = torch.optim.Adam(parameters, lr=self.hyperparameters.learning_rate)
+        self.buffer = RolloutBuffer()
+        self._branches = tuple(spec.action_spec.discrete_branches)
+
+    def _take(self, transitions: Transitions) -> None:
+        self.buffer.add(GroupTransitions.of(transitions))
+
+    def _ready(self) -> bool:
+        # ML-Agents' POCA waits for more than buffer_size steps (its PPO for at least as many)
+        return len(self.buffer) > self.hyperparameters.buffer_size
+
+    def _record_episodes(self, episodes: FinishedEpisodes) -> None:
+        self.stats.add(CUMULATIVE_REWARD, episodes.rewards - episodes.group_rewards)
+        self.stats.record(GROUP_CUMULATIVE_REWARD, episodes.group_rewards, Aggregation.HISTOGRAM)
+        self.stats.add(EPISODE_LENGTH, episodes.lengths)
+
+    def _evaluate(self, estimate: Callable[[slice], torch.Tensor], rows: int) -> np.ndarray:
+        with torch.no_grad():
+            parts = [estimate(slice(i, i + _CHUNK)) for i in range(0, rows, _CHUNK)]
+        return torch.cat(parts).cpu().numpy() if parts else np.zeros(0, np.float32)
+
+    def _update(self) -> None:
+        assert self.policy is not None
+        critic: GroupCritic = self.critic  # type: ignore[assignment]
+        data, next_index, bounds = self.buffer.contents()
+        self.buffer.clear()
+        own: Transitions = data.own
+        obs = to_tensors(own.obs, self.device)
+        # like ML-Agents: the statistics include this rollout before it is learned from
+        self.policy.actor.encoder.update_normalizer(obs)
+        critic.update_normalizer(obs)
+        members = data.members
+        index = self._tensor(np.maximum(members, 0))
+        present = self._tensor(members >= 0)
+        group_obs = [o[index] for o in obs]
+        group_actions = self._tensor(flat_actions(own, self._branches))[index]
+
+        def value(rows: slice | torch.Tensor) -> torch.Tensor:
+            return critic.value([g[rows] for g in group_obs], present[rows])
+
+        def baseline(rows: slice | torch.Tensor) -> torch.Tensor:
+            return critic.baseline([g[rows] for g in group_obs], present[rows], group_actions[rows])
+
+        values = self._evaluate(value, len(data))
+        baselines = self._evaluate(baseline, len(data))
+        finished = data.group_finished()
+        next_values = np.zeros_like(values)
+        needs = np.flatnonzero((next_index < 0) & ~finished)
+        if len(needs):
+            # the group one step later: the agent's next observation and its mates' next ones
+            later = to_tensors([o[members[needs].clip(0)] for o in own.next_obs], self.device)
+            later_present = present[self._tensor(needs)]
+            next_values[needs] = self._evaluate(
+                lambda rows: critic.value([g[rows] for g in later], later_present[rows]),
+                len(needs),
+            )
+        linked = next_index >= 0
+        next_values[linked] = values[next_index[linked]]
+        returns = values + compute_gae(
+            rewards=data.group_rewards_sum() * self.settings.reward_strength,
+            values=values,
+            next_values=next_values,
+            dones=finished,
+            next_index=next_index,
+            chunk_bounds=bounds,
+            gamma=self.settings.gamma,
+            lambd=self.hyperparameters.lambd,
+        )
+        self.stats.add("Policy/Extrinsic Value Estimate", float(values.mean()))
+        self.stats.add("Policy/Extrinsic Baseline Estimate", float(baselines.mean()))
+        old_values, old_baselines = self._tensor(values), self._tensor(baselines)
+        target = self._tensor(returns)
+
+        def critic_loss(rows: torch.Tensor, epsilon: float) -> dict[str, torch.Tensor]:
+            return {
+                "Losses/Value Loss": clipped_value_loss(
+                    value(rows), old_values[rows], target[rows], epsilon
+                ),
+                "Losses/Baseline Loss": clipped_value_loss(
+                    baseline(rows), old_baselines[rows], target[rows], epsilon
+                ),
+            }
+
+        self._optimize(
+            own,
+            obs,
+            returns - baselines,
+            critic_loss,
+            {"Losses/Value Loss": 0.5, "Losses/Baseline Loss": 0.25},
+        )
