@@ -1,4 +1,4 @@
-"""Trainer types from entry points: loading, broken plugins, unknown and not-yet types."""
+"""Trainer types from entry points: loading, broken plugins, unknown types."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from ghost.exceptions import TrainerTypeError
 from tests.conftest import FakeEntryPoint, FakeTrainer, builtin_types
 from trainers import registry
-from trainers.poca import POCATrainer
 from trainers.hyperparameters import POCASettings, PPOSettings, SACSettings
+from trainers.poca import POCATrainer
 from trainers.settings import HyperparamSettings
 
 
