@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import attrs
 import numpy as np
 import torch
 
@@ -45,6 +46,7 @@ from trainers.stats import (
 
 #: rows per no-grad critic pass over the buffer
 _CHUNK = 4096
+Rows = slice | torch.Tensor
 
 
 def flat_actions(transitions: Transitions, branches: tuple[int, ...]) -> np.ndarray:
@@ -53,6 +55,22 @@ def flat_actions(transitions: Transitions, branches: tuple[int, ...]) -> np.ndar
     for branch, size in enumerate(branches):
         parts.append(np.eye(size, dtype=np.float32)[transitions.discrete[:, branch]])
     return np.concatenate(parts, axis=1)
+
+
+@attrs.frozen
+class GroupInputs:
+    """The critic's view of buffer rows: members' observations ``[rows, members, ...]``, which
+    members are present, and their flat actions ``[rows, members, A]``."""
+
+    obs: list[torch.Tensor]
+    present: torch.Tensor
+    actions: torch.Tensor
+
+    def value_args(self, rows: Rows) -> tuple[list[torch.Tensor], torch.Tensor]:
+        return [o[rows] for o in self.obs], self.present[rows]
+
+    def baseline_args(self, rows: Rows) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
+        return [o[rows] for o in self.obs], self.present[rows], self.actions[rows]
 
 
 class POCATrainer(PPOTrainer):
@@ -82,45 +100,48 @@ class POCATrainer(PPOTrainer):
         self.stats.record(GROUP_CUMULATIVE_REWARD, episodes.group_rewards, Aggregation.HISTOGRAM)
         self.stats.add(EPISODE_LENGTH, episodes.lengths)
 
-    def _evaluate(self, estimate: Callable[[slice], torch.Tensor], rows: int) -> np.ndarray:
+    def _evaluate(self, estimate: Callable[[Rows], torch.Tensor], rows: int) -> np.ndarray:
         with torch.no_grad():
             parts = [estimate(slice(i, i + _CHUNK)) for i in range(0, rows, _CHUNK)]
         return torch.cat(parts).cpu().numpy() if parts else np.zeros(0, np.float32)
 
-    def _update(self) -> None:
-        assert self.policy is not None
-        critic: GroupCritic = self.critic  # type: ignore[assignment]
-        data, next_index, bounds = self.buffer.contents()
-        self.buffer.clear()
-        own: Transitions = data.own
-        obs = to_tensors(own.obs, self.device)
-        # like ML-Agents: the statistics include this rollout before it is learned from
-        self.policy.actor.encoder.update_normalizer(obs)
-        critic.update_normalizer(obs)
+    def _critic_inputs(self, data: GroupTransitions) -> GroupInputs:
+        own = data.own
         members = data.members
         index = self._tensor(np.maximum(members, 0))
-        present = self._tensor(members >= 0)
-        group_obs = [o[index] for o in obs]
-        group_actions = self._tensor(flat_actions(own, self._branches))[index]
+        obs = to_tensors(own.obs, self.device)
+        return GroupInputs(
+            obs=[o[index] for o in obs],
+            present=self._tensor(members >= 0),
+            actions=self._tensor(flat_actions(own, self._branches))[index],
+        )
 
-        def value(rows: slice | torch.Tensor) -> torch.Tensor:
-            return critic.value([g[rows] for g in group_obs], present[rows])
-
-        def baseline(rows: slice | torch.Tensor) -> torch.Tensor:
-            return critic.baseline([g[rows] for g in group_obs], present[rows], group_actions[rows])
-
-        values = self._evaluate(value, len(data))
-        baselines = self._evaluate(baseline, len(data))
+    def _targets(
+        self,
+        data: GroupTransitions,
+        inputs: GroupInputs,
+        next_index: np.ndarray,
+        bounds: list[tuple[int, int]],
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Group values, counterfactual baselines and λ-returns of every buffer row."""
+        critic: GroupCritic = self.critic  # type: ignore[assignment]
+        values = self._evaluate(lambda rows: critic.value(*inputs.value_args(rows)), len(data))
+        baselines = self._evaluate(
+            lambda rows: critic.baseline(*inputs.baseline_args(rows)), len(data)
+        )
         finished = data.group_finished()
         next_values = np.zeros_like(values)
         needs = np.flatnonzero((next_index < 0) & ~finished)
         if len(needs):
             # the group one step later: the agent's next observation and its mates' next ones
-            later = to_tensors([o[members[needs].clip(0)] for o in own.next_obs], self.device)
-            later_present = present[self._tensor(needs)]
+            members = data.members[needs]
+            later = GroupInputs(
+                obs=to_tensors([o[members.clip(0)] for o in data.own.next_obs], self.device),
+                present=self._tensor(members >= 0),
+                actions=inputs.actions[:0],
+            )
             next_values[needs] = self._evaluate(
-                lambda rows: critic.value([g[rows] for g in later], later_present[rows]),
-                len(needs),
+                lambda rows: critic.value(*later.value_args(rows)), len(needs)
             )
         linked = next_index >= 0
         next_values[linked] = values[next_index[linked]]
@@ -134,18 +155,34 @@ class POCATrainer(PPOTrainer):
             gamma=self.settings.gamma,
             lambd=self.hyperparameters.lambd,
         )
+        return values, baselines, returns
+
+    def _update(self) -> None:
+        assert self.policy is not None
+        critic: GroupCritic = self.critic  # type: ignore[assignment]
+        data, next_index, bounds = self.buffer.contents()
+        self.buffer.clear()
+        own: Transitions = data.own
+        obs = to_tensors(own.obs, self.device)
+        # like ML-Agents: the statistics include this rollout before it is learned from
+        self.policy.actor.encoder.update_normalizer(obs)
+        critic.update_normalizer(obs)
+        inputs = self._critic_inputs(data)
+        values, baselines, returns = self._targets(data, inputs, next_index, bounds)
         self.stats.add("Policy/Extrinsic Value Estimate", float(values.mean()))
         self.stats.add("Policy/Extrinsic Baseline Estimate", float(baselines.mean()))
         old_values, old_baselines = self._tensor(values), self._tensor(baselines)
         target = self._tensor(returns)
 
         def critic_loss(rows: torch.Tensor, epsilon: float) -> dict[str, torch.Tensor]:
+            value = critic.value(*inputs.value_args(rows))
+            baseline = critic.baseline(*inputs.baseline_args(rows))
             return {
                 "Losses/Value Loss": clipped_value_loss(
-                    value(rows), old_values[rows], target[rows], epsilon
+                    value, old_values[rows], target[rows], epsilon
                 ),
                 "Losses/Baseline Loss": clipped_value_loss(
-                    baseline(rows), old_baselines[rows], target[rows], epsilon
+                    baseline, old_baselines[rows], target[rows], epsilon
                 ),
             }
 

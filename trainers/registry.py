@@ -31,6 +31,7 @@ logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "ghost.trainer_type"
 
+
 @attrs.frozen(kw_only=True)
 class _Registry:
     trainers: dict[str, Any]
