@@ -77,6 +77,15 @@ def test_baseline_marginalizes_only_the_agents_own_action():
     assert not torch.allclose(critic.baseline(obs, present, mate_changed), baseline)
 
 
+def test_one_pass_answers_both_questions():
+    critic = _critic()
+    obs, actions = [torch.randn(6, 3, 3)], torch.randn(6, 3, 4)
+    present = torch.tensor([[True, True, True], [True, False, True], [True, False, False]] * 2)
+    value, baseline = critic.value_and_baseline(obs, present, actions)
+    torch.testing.assert_close(value, critic.value(obs, present))
+    torch.testing.assert_close(baseline, critic.baseline(obs, present, actions))
+
+
 def test_absent_members_change_nothing_whatever_they_hold():
     critic = _critic()
     obs = [torch.randn(4, 2, 3)]
@@ -139,6 +148,9 @@ class KnownCritic:
     def baseline(self, obs, present, actions):  # type: ignore[no-untyped-def]
         chose_one = actions[:, 1:, 1] * present[:, 1:]
         return self.value(obs, present) - 10.0 * chose_one.sum(dim=1)
+
+    def value_and_baseline(self, obs, present, actions):  # type: ignore[no-untyped-def]
+        return self.value(obs, present), self.baseline(obs, present, actions)
 
 
 def _poca(tmp_path: Path, **hyperparameters) -> POCATrainer:

@@ -118,6 +118,18 @@ class GroupCritic(nn.Module):
         mates = self.embed_obs_action(torch.cat([encoded[:, 1:], actions[:, 1:]], dim=2))
         return self._pool(torch.cat([own, mates], dim=1), present)
 
+    def value_and_baseline(
+        self, obs: list[torch.Tensor], present: torch.Tensor, actions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``value`` and ``baseline`` of the same rows in one pass (the members are encoded once
+        and both questions go through the attention block as one batch)."""
+        encoded = self._encode_members(obs)
+        plain = self.embed_obs(encoded)
+        with_actions = self.embed_obs_action(torch.cat([encoded[:, 1:], actions[:, 1:]], dim=2))
+        baseline_entities = torch.cat([plain[:, :1], with_actions], dim=1)
+        both = self._pool(torch.cat([plain, baseline_entities]), torch.cat([present, present]))
+        return both[: len(plain)], both[len(plain) :]
+
     def update_normalizer(self, obs: list[torch.Tensor]) -> None:
         """Fold the agents' own observations (``[rows, ...]``) into the running normalizer."""
         self.encoder.update_normalizer(obs)

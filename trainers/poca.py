@@ -66,10 +66,8 @@ class GroupInputs:
     present: torch.Tensor
     actions: torch.Tensor
 
-    def value_args(self, rows: Rows) -> tuple[list[torch.Tensor], torch.Tensor]:
-        return [o[rows] for o in self.obs], self.present[rows]
-
-    def baseline_args(self, rows: Rows) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
+    def rows(self, rows: Rows) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
+        """``(obs, present, actions)`` of the selected rows."""
         return [o[rows] for o in self.obs], self.present[rows], self.actions[rows]
 
 
@@ -125,10 +123,11 @@ class POCATrainer(PPOTrainer):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Group values, counterfactual baselines and λ-returns of every buffer row."""
         critic: GroupCritic = self.critic  # type: ignore[assignment]
-        values = self._evaluate(lambda rows: critic.value(*inputs.value_args(rows)), len(data))
-        baselines = self._evaluate(
-            lambda rows: critic.baseline(*inputs.baseline_args(rows)), len(data)
+        both = self._evaluate(
+            lambda rows: torch.stack(critic.value_and_baseline(*inputs.rows(rows)), dim=1),
+            len(data),
         )
+        values, baselines = both[:, 0].copy(), both[:, 1].copy()
         finished = data.group_finished()
         next_values = np.zeros_like(values)
         needs = np.flatnonzero((next_index < 0) & ~finished)
@@ -141,7 +140,7 @@ class POCATrainer(PPOTrainer):
                 actions=inputs.actions[:0],
             )
             next_values[needs] = self._evaluate(
-                lambda rows: critic.value(*later.value_args(rows)), len(needs)
+                lambda rows: critic.value(*later.rows(rows)[:2]), len(needs)
             )
         linked = next_index >= 0
         next_values[linked] = values[next_index[linked]]
@@ -175,8 +174,7 @@ class POCATrainer(PPOTrainer):
         target = self._tensor(returns)
 
         def critic_loss(rows: torch.Tensor, epsilon: float) -> dict[str, torch.Tensor]:
-            value = critic.value(*inputs.value_args(rows))
-            baseline = critic.baseline(*inputs.baseline_args(rows))
+            value, baseline = critic.value_and_baseline(*inputs.rows(rows))
             return {
                 "Losses/Value Loss": clipped_value_loss(
                     value, old_values[rows], target[rows], epsilon
