@@ -41,7 +41,7 @@ def learn(
     started = time.perf_counter()
     seed_flag = [] if seed is None else ["--seed", str(seed)]
     result = subprocess.run(
-        [sys.executable, "-m", "ghost.cli", f"config/{config}.yaml", "--run-id", run_id,
+        [sys.executable, "-m", "ghost.running.cli", f"config/{config}.yaml", "--run-id", run_id,
          "--results-dir", str(out), "--force", *seed_flag],
         cwd=ROOT, capture_output=True, text=True, check=True,
     )  # fmt: skip
