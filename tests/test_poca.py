@@ -7,17 +7,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import yaml
 from mlagents_envs.base_env import ActionSpec, ActionTuple, DecisionSteps, TerminalSteps
 
+import ghost
 from envs.behavior_id import BehaviorId
 from envs.specs import vector_observation_spec
 from envs.stepping import AGENT_ID_STRIDE, BehaviorSteps, InProcessStepper
+from tests.conftest import REFERENCE_CONFIGS, needs_reference_configs
 from tests.group_envs import SacrificeEnv
 from trainers.base import ActionOutput, StepBatch
 from trainers.group_critic import GroupCritic
 from trainers.group_rollout import find_mates
 from trainers.hyperparameters import POCASettings, PPOSettings
 from trainers.poca import GROUP_CUMULATIVE_REWARD, POCATrainer
+from trainers.policy_file import read_policy_weights
 from trainers.rollout import group_keys
 from trainers.run_layout import RunLayout
 from trainers.settings import NetworkSettings, RewardSignalSettings, ScheduleType, TrainerSettings
@@ -276,3 +280,27 @@ def test_resume_continues_exactly(tmp_path):
     assert expected["optimizer"].keys() == got["optimizer"].keys()
     for index, moments in expected["optimizer"].items():
         torch.testing.assert_close(got["optimizer"][index]["exp_avg"], moments["exp_avg"])
+
+
+# -- ML-Agents' own POCA configs --------------------------------------------------------------------
+@needs_reference_configs
+@pytest.mark.parametrize(
+    ("name", "game", "grouped"),
+    [("SoccerTwos-poca.yaml", "soccer", "SoccerTwos"),
+     ("StrikersVsGoalie-poca.yaml", "strikers_vs_goalie", "Striker")],
+)  # fmt: skip
+def test_mlagents_poca_configs_train_on_the_built_in_games(tmp_path, name, game, grouped):
+    config = yaml.safe_load((REFERENCE_CONFIGS / name).read_text())
+    for behavior in config["behaviors"].values():
+        # shorter than shipped (the networks and everything else as they are): one update each
+        behavior["max_steps"] = 2200
+        behavior["summary_freq"] = 1000
+        behavior["hyperparameters"].update(buffer_size=2048, batch_size=1024)
+    result = ghost.train(config, env=game, run_id="poca", results_dir=tmp_path)
+    assert all(step >= 2048 for step in result.steps.values()), result.steps
+    events = list((tmp_path / "poca" / grouped).glob("events.out.tfevents.*"))
+    assert events, "TensorBoard events of the grouped behavior"
+    assert (tmp_path / "poca" / f"{grouped}.onnx").exists()
+    untrained = read_policy_weights(tmp_path / "poca" / grouped / "snapshots" / "snapshot-0.pt")
+    final = read_policy_weights(tmp_path / "poca" / f"{grouped}.pt")
+    assert any(not torch.equal(untrained[key], final[key]) for key in final), "no update ran"
