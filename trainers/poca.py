@@ -23,7 +23,9 @@ Statistics, as ML-Agents writes them: ``Environment/Cumulative Reward`` (individ
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import os
+from collections.abc import Callable, Iterator
 
 import attrs
 import numpy as np
@@ -47,6 +49,8 @@ from trainers.stats import (
 #: rows per no-grad critic pass over the buffer
 _CHUNK = 4096
 Rows = slice | torch.Tensor
+#: hidden units from which the critic's update uses every core
+_WIDE_CRITIC = 256
 
 
 def flat_actions(transitions: Transitions, branches: tuple[int, ...]) -> np.ndarray:
@@ -157,6 +161,24 @@ class POCATrainer(PPOTrainer):
         return values, baselines, returns
 
     def _update(self) -> None:
+        with self._update_threads():
+            self._update_on_threads()
+
+    @contextlib.contextmanager
+    def _update_threads(self) -> Iterator[None]:
+        """Wide critics update on every core: stepping is paused meanwhile (lock-step), so the
+        core the environment uses is free. (Measured on 2 cores: 512 units, minibatch 2048:
+        0.56 s instead of 0.87 s; 128 units, minibatch 512: one thread is faster.)"""
+        before = torch.get_num_threads()
+        wide = self.settings.network_settings.hidden_units >= _WIDE_CRITIC
+        if wide:
+            torch.set_num_threads(max(before, len(os.sched_getaffinity(0))))
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
+
+    def _update_on_threads(self) -> None:
         assert self.policy is not None
         critic: GroupCritic = self.critic  # type: ignore[assignment]
         data, next_index, bounds = self.buffer.contents()
