@@ -5,6 +5,7 @@ policy and an untrained network of the same architecture play each scripted leve
 with its 95% interval and the first and last Elo of the console log.
 
     python scripts/game_learning.py --games tennis soccer --episodes 200
+    python scripts/game_learning.py --games strikers_vs_goalie_poca --seeds 0 1 2 3
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from trainers.group_critic import GroupCritic
 from trainers.group_rollout import find_mates
 from trainers.hyperparameters import POCASettings, PPOSettings
 from trainers.poca import GROUP_CUMULATIVE_REWARD, POCATrainer
+from trainers.policy import to_tensors
 from trainers.policy_file import read_policy_weights
 from trainers.rollout import group_keys
 from trainers.run_layout import RunLayout
@@ -79,6 +80,14 @@ def test_baseline_marginalizes_only_the_agents_own_action():
     mate_changed = actions.clone()
     mate_changed[:, 2] += 5.0
     assert not torch.allclose(critic.baseline(obs, present, mate_changed), baseline)
+
+
+def test_any_width_of_network_works():
+    spec = [vector_observation_spec(3)]
+    for hidden in (30, 7):  # not multiples of the 4 attention heads
+        critic = GroupCritic(spec, ActionSpec(0, (2,)), NetworkSettings(hidden_units=hidden))
+        value = critic.value([torch.randn(2, 3, 3)], torch.ones(2, 3, dtype=torch.bool))
+        assert value.shape == (2,) and torch.isfinite(value).all()
 
 
 def test_one_pass_answers_both_questions():
@@ -190,7 +199,7 @@ def test_group_value_targets_with_an_agent_that_left_early(tmp_path):
     np.testing.assert_allclose(data.group_rewards_sum(), [1.25, 1.25, 2.0])
     np.testing.assert_array_equal(data.group_finished(), [False, False, True])
     trainer.critic = KnownCritic()
-    inputs = trainer._critic_inputs(data)
+    inputs = trainer._critic_inputs(data, to_tensors(data.own.obs, "cpu"))
     values, baselines, returns = trainer._targets(data, inputs, next_index, bounds)
     np.testing.assert_allclose(values, [1 + 2, 2 + 1, 4])
     # agent 0 left while its group went on: bootstrap from the group's next value, 3 + 4 = 7
@@ -215,7 +224,9 @@ def test_interrupted_group_keeps_bootstrapping(tmp_path):
     data, next_index, bounds = trainer.buffer.contents()
     assert not data.group_finished().any()
     trainer.critic = KnownCritic()
-    _, _, returns = trainer._targets(data, trainer._critic_inputs(data), next_index, bounds)
+    _, _, returns = trainer._targets(
+        data, trainer._critic_inputs(data, to_tensors(data.own.obs, "cpu")), next_index, bounds
+    )
     np.testing.assert_allclose(returns, [0.5 + 0.5 * 7, 0.5 + 0.5 * 7])
 
 

@@ -26,7 +26,7 @@ from torch.nn import functional
 from trainers.networks import ObservationEncoder, mlp
 from trainers.settings import NetworkSettings
 
-#: attention heads of the self-attention block
+#: attention heads of the self-attention block (as ML-Agents)
 HEADS = 4
 
 
@@ -79,13 +79,14 @@ class GroupCritic(nn.Module):
     ) -> None:
         super().__init__()
         hidden = settings.hidden_units
-        if hidden % HEADS:
-            raise ValueError(f"hidden_units must be a multiple of {HEADS} for POCA's critic")
         self.encoder = ObservationEncoder(obs_specs, settings)
         self.action_size = action_spec.continuous_size + sum(action_spec.discrete_branches)
         self.embed_obs = _small_linear(self.encoder.output_size, hidden)
         self.embed_obs_action = _small_linear(self.encoder.output_size + self.action_size, hidden)
-        self.attention = ResidualSelfAttention(hidden)
+        # heads split the embedding evenly: fewer of them where hidden_units is not a multiple of 4
+        self.attention = ResidualSelfAttention(
+            hidden, next(h for h in (HEADS, 2, 1) if hidden % h == 0)
+        )
         self.body = mlp(hidden, hidden, settings.num_layers)
         for layer in self.body:
             if isinstance(layer, nn.Linear):
@@ -109,14 +110,20 @@ class GroupCritic(nn.Module):
         """V(s): the group's expected return from all present members' observations."""
         return self._pool(self.embed_obs(self._encode_members(obs)), present)
 
+    def _baseline_entities(
+        self, encoded: torch.Tensor, own: torch.Tensor, actions: torch.Tensor
+    ) -> torch.Tensor:
+        """Member 0 as ``own`` (its observation's embedding), its mates with their actions."""
+        mates = self.embed_obs_action(torch.cat([encoded[:, 1:], actions[:, 1:]], dim=2))
+        return torch.cat([own, mates], dim=1)
+
     def baseline(
         self, obs: list[torch.Tensor], present: torch.Tensor, actions: torch.Tensor
     ) -> torch.Tensor:
         """Q(s, a_mates): member 0's observation alone, its mates' with their actions."""
         encoded = self._encode_members(obs)
         own = self.embed_obs(encoded[:, :1])
-        mates = self.embed_obs_action(torch.cat([encoded[:, 1:], actions[:, 1:]], dim=2))
-        return self._pool(torch.cat([own, mates], dim=1), present)
+        return self._pool(self._baseline_entities(encoded, own, actions), present)
 
     def value_and_baseline(
         self, obs: list[torch.Tensor], present: torch.Tensor, actions: torch.Tensor
@@ -125,11 +132,6 @@ class GroupCritic(nn.Module):
         and both questions go through the attention block as one batch)."""
         encoded = self._encode_members(obs)
         plain = self.embed_obs(encoded)
-        with_actions = self.embed_obs_action(torch.cat([encoded[:, 1:], actions[:, 1:]], dim=2))
-        baseline_entities = torch.cat([plain[:, :1], with_actions], dim=1)
+        baseline_entities = self._baseline_entities(encoded, plain[:, :1], actions)
         both = self._pool(torch.cat([plain, baseline_entities]), torch.cat([present, present]))
         return both[: len(plain)], both[len(plain) :]
-
-    def update_normalizer(self, obs: list[torch.Tensor]) -> None:
-        """Fold the agents' own observations (``[rows, ...]``) into the running normalizer."""
-        self.encoder.update_normalizer(obs)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import attrs
 import numpy as np
@@ -46,8 +46,6 @@ from trainers.stats import (
     Aggregation,
 )
 
-#: rows per no-grad critic pass over the buffer
-_CHUNK = 4096
 Rows = slice | torch.Tensor
 #: hidden units from which the critic's update uses every core
 _WIDE_CRITIC = 256
@@ -102,20 +100,14 @@ class POCATrainer(PPOTrainer):
         self.stats.record(GROUP_CUMULATIVE_REWARD, episodes.group_rewards, Aggregation.HISTOGRAM)
         self.stats.add(EPISODE_LENGTH, episodes.lengths)
 
-    def _evaluate(self, estimate: Callable[[Rows], torch.Tensor], rows: int) -> np.ndarray:
-        with torch.no_grad():
-            parts = [estimate(slice(i, i + _CHUNK)) for i in range(0, rows, _CHUNK)]
-        return torch.cat(parts).cpu().numpy() if parts else np.zeros(0, np.float32)
-
-    def _critic_inputs(self, data: GroupTransitions) -> GroupInputs:
-        own = data.own
+    def _critic_inputs(self, data: GroupTransitions, obs: list[torch.Tensor]) -> GroupInputs:
+        """What the critic reads of every buffer row, from the rows' observations ``obs``."""
         members = data.members
         index = self._tensor(np.maximum(members, 0))
-        obs = to_tensors(own.obs, self.device)
         return GroupInputs(
             obs=[o[index] for o in obs],
             present=self._tensor(members >= 0),
-            actions=self._tensor(flat_actions(own, self._branches))[index],
+            actions=self._tensor(flat_actions(data.own, self._branches))[index],
         )
 
     def _targets(
@@ -138,13 +130,10 @@ class POCATrainer(PPOTrainer):
         if len(needs):
             # the group one step later: the agent's next observation and its mates' next ones
             members = data.members[needs]
-            later = GroupInputs(
-                obs=to_tensors([o[members.clip(0)] for o in data.own.next_obs], self.device),
-                present=self._tensor(members >= 0),
-                actions=inputs.actions[:0],
-            )
+            later = to_tensors([o[members.clip(0)] for o in data.own.next_obs], self.device)
+            present = self._tensor(members >= 0)
             next_values[needs] = self._evaluate(
-                lambda rows: critic.value(*later.rows(rows)[:2]), len(needs)
+                lambda rows: critic.value([o[rows] for o in later], present[rows]), len(needs)
             )
         linked = next_index >= 0
         next_values[linked] = values[next_index[linked]]
@@ -179,16 +168,12 @@ class POCATrainer(PPOTrainer):
             torch.set_num_threads(before)
 
     def _update_on_threads(self) -> None:
-        assert self.policy is not None
         critic: GroupCritic = self.critic  # type: ignore[assignment]
         data, next_index, bounds = self.buffer.contents()
         self.buffer.clear()
         own: Transitions = data.own
-        obs = to_tensors(own.obs, self.device)
-        # like ML-Agents: the statistics include this rollout before it is learned from
-        self.policy.actor.encoder.update_normalizer(obs)
-        critic.update_normalizer(obs)
-        inputs = self._critic_inputs(data)
+        obs = self._rollout_obs(own)
+        inputs = self._critic_inputs(data, obs)
         values, baselines, returns = self._targets(data, inputs, next_index, bounds)
         self.stats.add("Policy/Extrinsic Value Estimate", float(values.mean()))
         self.stats.add("Policy/Extrinsic Baseline Estimate", float(baselines.mean()))

@@ -27,6 +27,8 @@ from trainers.policy import TorchPolicy, to_tensors
 from trainers.rl_trainer import RLTrainer, decayed
 from trainers.rollout import Transitions
 
+#: rows per no-grad critic pass over the buffer
+_CHUNK = 8192
 #: the critic's loss terms (stat name -> value) on the minibatch ``rows`` under clip range epsilon
 CriticLoss = Callable[[torch.Tensor, float], dict[str, torch.Tensor]]
 
@@ -70,26 +72,34 @@ class PPOTrainer(RLTrainer):
             decayed(h.epsilon_schedule_resolved, h.epsilon, 0.1, step, horizon),
         )
 
-    def _values(self, obs: list[torch.Tensor]) -> torch.Tensor:
+    def _evaluate(self, estimate: Callable[[slice], torch.Tensor], rows: int) -> np.ndarray:
+        """``estimate`` of ``rows`` buffer rows without gradients, a chunk of rows at a time."""
         with torch.no_grad():
-            return torch.cat([self.critic([o[i : i + 8192] for o in obs])
-                              for i in range(0, len(obs[0]), 8192)])  # fmt: skip
+            parts = [estimate(slice(i, i + _CHUNK)) for i in range(0, rows, _CHUNK)]
+        return torch.cat(parts).cpu().numpy() if parts else np.zeros(0, np.float32)
 
-    def _update(self) -> None:
+    def _rollout_obs(self, transitions: Transitions) -> list[torch.Tensor]:
+        """The rollout's observations as tensors, folded into the actor's and critic's
+        normalizers first (like ML-Agents: the statistics include the rollout learned from)."""
         assert self.policy is not None
-        data, next_index, bounds = self.buffer.contents()
-        self.buffer.clear()
-        obs = to_tensors(data.obs, self.device)
-        # like ML-Agents: the statistics include this rollout before it is learned from
+        obs = to_tensors(transitions.obs, self.device)
         self.policy.actor.encoder.update_normalizer(obs)
         self.critic.encoder.update_normalizer(obs)
-        values = self._values(obs).cpu().numpy()
+        return obs
+
+    def _update(self) -> None:
+        data, next_index, bounds = self.buffer.contents()
+        self.buffer.clear()
+        obs = self._rollout_obs(data)
+        values = self._evaluate(lambda rows: self.critic([o[rows] for o in obs]), len(data))
         # only rows whose trajectory stops here need their next observation's value
         next_values = np.zeros_like(values)
         needs = (next_index < 0) & ~data.dones
         if needs.any():
             tail = to_tensors([o[needs] for o in data.next_obs], self.device)
-            next_values[needs] = self._values(tail).cpu().numpy()
+            next_values[needs] = self._evaluate(
+                lambda rows: self.critic([o[rows] for o in tail]), int(needs.sum())
+            )
         linked = next_index >= 0
         next_values[linked] = values[next_index[linked]]
         advantages = compute_gae(
