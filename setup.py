@@ -31,12 +31,24 @@ setup(
     ],
     extras_require={
         "dev": [
-            "pytest>=7", "ruff>=0.4", "mypy>=1.8", "matplotlib>=3.6",
+            "pytest>=7",
+            "ruff>=0.4",
+            "mypy>=1.8",
+            "matplotlib>=3.6",
             # newer onnx and onnxruntime need protobuf >= 4, which mlagents-envs cannot load
-            "onnx>=1.14,<1.18", "onnxruntime>=1.16,<1.21",
+            "onnx>=1.14,<1.18",
+            "onnxruntime>=1.16,<1.21",
+            "open-spiel>=1.5",
+            "pettingzoo>=1.24,<2",
+            "pygame-ce>=2.1",
+            "rlcard>=1.0",
         ],
         "plots": ["matplotlib>=3.6"],
         "onnx": ["onnx>=1.14,<1.18"],
+        # --env openspiel:<game>, with exact exploitability
+        "openspiel": ["open-spiel>=1.5"],
+        # --env pettingzoo:<module>; its classic board games need pygame, its card games rlcard
+        "pettingzoo": ["pettingzoo>=1.24,<2", "pygame-ce>=2.1", "rlcard>=1.0"],
     },
     entry_points={
         "console_scripts": [

@@ -6,7 +6,10 @@ steppers call it once per environment copy (in worker processes too). ``--env`` 
 1. a built-in game (``envs.games.BUILTIN_GAMES``), e.g. ``--env tennis``;
 2. ``module:callable``: any importable callable returning a ``BaseEnv`` (the current folder is on
    the import path), called with ``worker_id``/``seed`` when its signature takes them;
-3. a Unity build (a file or folder path, with or without its ``.x86_64``/``.app``/``.exe``
+3. ``openspiel:<game string>`` (``envs.openspiel``) or ``pettingzoo:<module path>``
+   (``envs.pettingzoo``): a game of those libraries, ``num_areas`` copies per environment
+   (32 when ``num_areas`` is left at 1);
+4. a Unity build (a file or folder path, with or without its ``.x86_64``/``.app``/``.exe``
    extension), started with ``mlagents_envs.environment.UnityEnvironment``.
 
 They are tried in that order. ``resolve_env`` checks everything it can up front, so a wrong
@@ -190,6 +193,26 @@ class EnvInstance:
         return f"{type(self.env).__name__} instance"
 
 
+#: ``--env`` prefixes of the game libraries we adapt
+ECOSYSTEM_PREFIXES = ("openspiel", "pettingzoo")
+
+
+def _ecosystem_source(prefix: str, target: str, env_settings: EnvironmentSettings | None) -> Any:
+    """The factory of ``openspiel:<game>`` or ``pettingzoo:<module>``, checked up front."""
+    areas = env_settings.num_areas if env_settings is not None else 1
+    if prefix == "openspiel":
+        from envs import openspiel
+
+        copies = areas if areas > 1 else openspiel.DEFAULT_COPIES
+        source = openspiel.OpenSpielSource(game=target, copies=copies)
+        source.load()
+        return source
+    from envs import pettingzoo
+
+    copies = areas if areas > 1 else pettingzoo.DEFAULT_COPIES
+    return pettingzoo.from_module(target, copies=copies)
+
+
 def _unity_candidates(path: str) -> list[Path]:
     return [Path(path), *(Path(path + suffix) for suffix in UNITY_SUFFIXES)]
 
@@ -199,8 +222,9 @@ def resolve_env(
     *,
     env_settings: EnvironmentSettings | None = None,
     engine_settings: EngineSettings | None = None,
-) -> BuiltinGame | CallableEnv | UnityBuild:
-    """The factory ``env`` names (a built-in game, ``module:callable`` or a Unity build path).
+) -> Any:
+    """The factory ``env`` names: a built-in game, ``module:callable``, an OpenSpiel or PettingZoo
+    game, or a Unity build path.
 
     Args:
         env: the ``--env`` / ``env_settings.env_path`` text.
@@ -214,7 +238,8 @@ def resolve_env(
     games = _builtin_games()
     forms = (
         f"a built-in game ({', '.join(sorted(games)) or 'none installed'}), module:callable "
-        "(e.g. my_envs:make_env), or the path of a Unity build"
+        "(e.g. my_envs:make_env), openspiel:<game>, pettingzoo:<module>, or the path of a "
+        "Unity build"
     )
     if not env:
         raise EnvironmentSourceError(
@@ -222,6 +247,15 @@ def resolve_env(
         )
     if env in games:
         return BuiltinGame(name=env)
+    prefix, _, target = env.partition(":")
+    if prefix in ECOSYSTEM_PREFIXES:
+        if not target:
+            raise EnvironmentSourceError(
+                f"--env {env!r} names no game; write openspiel:<game string> (e.g. "
+                "openspiel:leduc_poker) or pettingzoo:<module> (e.g. "
+                "pettingzoo:pettingzoo.classic.connect_four_v3)"
+            )
+        return _ecosystem_source(prefix, target, env_settings)
     match = _CALLABLE_SPEC.fullmatch(env)
     if match:
         source = CallableEnv(

@@ -27,6 +27,8 @@ logger = logging.getLogger(__name__)
 CUMULATIVE_REWARD = "Environment/Cumulative Reward"
 EPISODE_LENGTH = "Environment/Episode Length"
 ELO = "Self-play/ELO"
+#: NashConv / 2 of the learning policies (OpenSpiel two-player zero-sum games)
+EXPLOITABILITY = "Self-play/Exploitability"
 GROUP_CUMULATIVE_REWARD = "Environment/Group Cumulative Reward"
 
 
@@ -125,6 +127,8 @@ class StatsReporter:
             parts.append(f"Mean Group Reward: {means[GROUP_CUMULATIVE_REWARD]:0.3f}.")
         if ELO in means:
             parts.append(f"ELO: {means[ELO]:0.1f}.")
+        if EXPLOITABILITY in means:
+            parts.append(f"Exploitability: {means[EXPLOITABILITY]:0.4f}.")
         parts.append(f"{steps_per_second:0.0f} steps/s.")
         parts.append("Training." if self.training else "Not Training.")
         logger.info(" ".join(parts))

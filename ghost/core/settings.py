@@ -107,6 +107,11 @@ class SelfPlaySettings:
     sampling: SamplingSettings = attrs.Factory(SamplingSettings)
     fixed_opponents: list[FixedOpponentSettings] = attrs.Factory(list)
     evaluation: EvaluationSettings | None = None
+    #: OpenSpiel two-player zero-sum games: trainer steps between two exact exploitability
+    #: scores of the learner (None: every ``summary_freq`` steps; 0: never)
+    exploitability_every: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.ge(0))
+    )
 
     def __attrs_post_init__(self) -> None:
         names = [fixed.name for fixed in self.fixed_opponents]

@@ -33,6 +33,9 @@ examples:
   ghost-eval results/tennis --against strong --record tennis.gif
   ghost-eval results/tennis --report tennis.png           Elo and reward curves of the run
   ghost-eval results/tennis --league --include-levels medium,strong   rate the run's players
+  ghost-eval results/leduc --exploitability               exact, final policy and snapshots
+  ghost-eval results/c4 --against one_ply                 OpenSpiel/PettingZoo: every seat
+  ghost-eval results/c4 --exploiter 200000                train a best response, score it
 
 POLICY is a policy file (final <Behavior>.pt, checkpoint or snapshot) or a run folder
 (results/<run-id>: its final policy). OPPONENT is a scripted level of the game (random, weak,
@@ -123,6 +126,20 @@ def build_parser() -> argparse.ArgumentParser:
         default="",
         metavar="LEVELS",
         help="--league: scripted levels to add as players, comma-separated (e.g. medium,strong)",
+    )
+    parser.add_argument(
+        "--exploitability",
+        action="store_true",
+        help="exact exploitability (NashConv / 2) of the final policy and every snapshot "
+        "(runs on two-player zero-sum OpenSpiel games)",
+    )
+    parser.add_argument(
+        "--exploiter",
+        type=int,
+        metavar="STEPS",
+        help="train a fresh learner for STEPS steps against the frozen final policy, then play "
+        "it --episodes games per seat: the exploitability estimate of games too big to "
+        "enumerate (runs on OpenSpiel/PettingZoo games)",
     )
     parser.add_argument("--debug", action="store_true", help="tracebacks for user errors")
     return parser
@@ -240,6 +257,13 @@ def run(args: argparse.Namespace) -> int:
         text.append(f"report: {path}")
     if args.league:
         return _league(args, source, run_root, output, text)
+    if args.exploitability or args.exploiter is not None:
+        return _robustness(args, run_root, output, text)
+    if args.against is not None and run_root is not None and not args.game:
+        from ghost.evaluation.seated_runs import run_env_path
+
+        if run_env_path(run_root) is not None:
+            return _seated_against(args, run_root, output, text)
     if args.include_levels or args.games_per_pair is not None:
         raise ConfigError("--games-per-pair and --include-levels need --league")
     if args.against is None:
@@ -356,6 +380,56 @@ def _league(
     )
     output["league"] = table.to_dict()
     text.append(format_league(table))
+    return _emit(args, output, text)
+
+
+def _robustness(
+    args: argparse.Namespace, run_root: Path | None, output: dict[str, Any], text: list[str]
+) -> int:
+    """``--exploitability`` and ``--exploiter`` (runs on OpenSpiel/PettingZoo games)."""
+    from ghost.evaluation import exploiter, seated_runs
+    from ghost.evaluation.seated import format_both_seats
+
+    if run_root is None or seated_runs.run_env_path(run_root) is None:
+        raise ConfigError(
+            "--exploitability and --exploiter need the folder of a run on an OpenSpiel or "
+            f"PettingZoo game (--env openspiel:... / pettingzoo:...); {args.policy} is not one"
+        )
+    if args.exploitability:
+        rows = seated_runs.exploitability_rows(run_root)
+        output["exploitability"] = rows
+        text.append(seated_runs.format_exploitability(run_root, rows))
+    if args.exploiter is not None:
+        folder = exploiter.train_exploiter(run_root, args.exploiter, seed=args.seed)
+        result = exploiter.score_exploiter(run_root, folder, games=args.episodes, seed=args.seed)
+        output["exploiter"] = {"run": str(folder), "steps": args.exploiter, **result.to_dict()}
+        text.append(
+            f"exploiter trained {args.exploiter} steps ({folder}), then played "
+            f"{args.episodes} games per seat against the frozen policy:\n"
+            + format_both_seats(result)
+            + f"\nexploitability estimate (exploiter's mean reward): {result.mean_reward:.4f}"
+        )
+    return _emit(args, output, text)
+
+
+def _seated_against(
+    args: argparse.Namespace, run_root: Path, output: dict[str, Any], text: list[str]
+) -> int:
+    """``--against`` in an OpenSpiel/PettingZoo run: the final policy in every seat."""
+    from ghost.evaluation import seated_runs
+    from ghost.evaluation.seated import format_both_seats
+
+    if args.each_snapshot or args.record or args.side or args.against == SNAPSHOTS:
+        raise ConfigError(
+            "in OpenSpiel/PettingZoo runs --against plays the final policy in every seat; "
+            "--each-snapshot, --record, --side and 'snapshots' are for built-in games"
+        )
+    result = seated_runs.evaluate_run(
+        run_root, args.against, games=args.episodes, seed=args.seed,
+        deterministic=args.deterministic,
+    )  # fmt: skip
+    output.update(result.to_dict())
+    text.append(format_both_seats(result))
     return _emit(args, output, text)
 
 

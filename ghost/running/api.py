@@ -133,6 +133,7 @@ def run_training(
         training=training,
         initialize_from=initial_policy_files(options, run_dir),
         callbacks=callbacks,
+        env_source=env_factory,
     )
     started = time.perf_counter()
     session.run(resume=run_dir.resumed)

@@ -9,7 +9,9 @@ It extends ``trainers.training_loop.TrainingLoop`` through its hooks only:
   the environments reset, so no trajectory straddles two learners;
 - ``environment_parameters`` go to the environments before the first reset, and again whenever a
   curriculum lesson completes (``ghost.running.lessons``);
-- the controller's and the curriculum's state travel in each checkpoint's run state.
+- the controller's and the curriculum's state travel in each checkpoint's run state;
+- in two-player zero-sum OpenSpiel games the learners' exact exploitability is scored in the
+  background (``ghost.running.exploitability_monitor``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from mlagents_envs.base_env import BehaviorSpec
 
 from envs.behavior_id import BehaviorId
 from envs.games import BUILTIN_GAMES
+from envs.openspiel import OpenSpielSource
 from envs.stepping import EnvStepper, StepResult
 from ghost.config.behavior_matching import match_behaviors
 from ghost.config.settings import BehaviorSettings, RunOptions
@@ -30,6 +33,7 @@ from ghost.core.controller import GhostController
 from ghost.core.self_play import SelfPlayState
 from ghost.core.snapshots import Snapshot
 from ghost.running.callbacks import SnapshotTaken, TeamChanged
+from ghost.running.exploitability_monitor import ExploitabilityMonitor, exploitability_interval
 from ghost.running.fixed_opponents import build_fixed_opponents
 from ghost.running.ghost_trainer import GhostTrainer
 from ghost.running.lessons import LessonSchedule
@@ -56,7 +60,10 @@ class SelfPlaySession(TrainingLoop):
         training: bool = True,
         initialize_from: Mapping[str, Path] | None = None,
         callbacks: Iterable[TrainingCallback] = (),
+        env_source: object | None = None,
     ) -> None:
+        """``env_source``: the environment factory, when the session may use it (an OpenSpiel
+        game's exploitability is scored from it)."""
         super().__init__(
             stepper=stepper,
             behaviors=options.behaviors,
@@ -72,6 +79,8 @@ class SelfPlaySession(TrainingLoop):
         self.ghosts: dict[str, GhostTrainer] = {}
         self.evaluations: dict[str, ScheduledEvaluation] = {}
         self.lessons = LessonSchedule(options.environment_parameters, seed=seed)
+        self.env_source = env_source
+        self.exploitability: ExploitabilityMonitor | None = None
 
     @property
     def builtin_game(self) -> str | None:
@@ -111,7 +120,19 @@ class SelfPlaySession(TrainingLoop):
             steps = self.reset_environments()
         self.lessons.publish_lessons(self.trainers)
         self.lessons.log_lessons()
+        self._start_exploitability()
         return steps
+
+    def _start_exploitability(self) -> None:
+        source = self.env_source
+        if not isinstance(source, OpenSpielSource) or not self.training:
+            return
+        every = exploitability_interval(source, self.options)
+        if every:
+            self.exploitability = ExploitabilityMonitor(
+                source=source, trainers=self.trainers, every_steps=every,
+                log_path=self.layout.run_logs_dir / "exploitability.csv",
+            )  # fmt: skip
 
     def on_trainer_connected(self, trainer: Trainer, behavior_id: BehaviorId) -> None:
         self.lessons.watch(trainer, self.ghosts.get(behavior_id.name))
@@ -138,12 +159,22 @@ class SelfPlaySession(TrainingLoop):
             )  # fmt: skip
         for evaluation in self.evaluations.values():
             evaluation.maybe_run()
+        if self.exploitability is not None:
+            self.exploitability.maybe_run()
         changes = self.lessons.update(self.trainers, self.ghosts)
         if changes:
             self.stepper.set_environment_parameters(self.lessons.values())
             if any(change.require_reset for change in changes):
                 steps = self.reset_environments()
         return steps
+
+    def finish(self) -> None:
+        if self.exploitability is not None:
+            try:
+                self.exploitability.finish()
+            except Exception:  # a score must never cost the final checkpoint
+                logger.exception("The final exploitability could not be computed")
+        super().finish()
 
     def run_state(self) -> dict[str, Any]:
         return {"controller": self.controller.state_dict(), "curriculum": self.lessons.state_dict()}
