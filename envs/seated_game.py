@@ -230,8 +230,8 @@ class SeatedGame(BaseEnv):
             still_playing = bool(table.acting())
             limit = self.max_episode_steps
             if still_playing and limit is not None and self.episode_steps[index] >= limit:
-                for seat in np.flatnonzero(~self._left[index]):
-                    self._add_terminal(index, int(seat), True, terminals)
+                for seat in np.flatnonzero(~self._left[index]).tolist():
+                    self._add_terminal(index, seat, True, terminals)
                 still_playing = False
             if not still_playing:
                 self._restart(index, terminals)
@@ -247,15 +247,18 @@ class SeatedGame(BaseEnv):
         """Actions for every agent of ``behavior_name``, aligned with its ``DecisionSteps``."""
         spec = self._spec(behavior_name).action_spec
         n = len(self._deciding[behavior_name])
-        continuous = np.asarray(action.continuous, dtype=np.float32).reshape(n, -1)
-        discrete = np.asarray(action.discrete, dtype=np.int64).reshape(n, -1)
-        if continuous.shape[1] != spec.continuous_size or discrete.shape[1] != spec.discrete_size:
+        continuous = np.asarray(action.continuous, dtype=np.float32)
+        discrete = np.asarray(action.discrete, dtype=np.int64)
+        if continuous.size != n * spec.continuous_size or discrete.size != n * spec.discrete_size:
             raise ValueError(
                 f"{behavior_name} needs continuous actions of shape {(n, spec.continuous_size)} "
                 f"and discrete actions of shape {(n, spec.discrete_size)} (one row per agent of "
                 f"its DecisionSteps); got {continuous.shape} and {discrete.shape}"
             )
-        self._actions[behavior_name] = (continuous, discrete)
+        self._actions[behavior_name] = (
+            continuous.reshape(n, spec.continuous_size),
+            discrete.reshape(n, spec.discrete_size),
+        )
 
     def set_action_for_agent(self, behavior_name: str, agent_id: int, action: ActionTuple) -> None:
         """The action of one agent of ``behavior_name`` (``ActionTuple`` arrays of one row)."""
@@ -336,8 +339,8 @@ class SeatedGame(BaseEnv):
 
     def _restart(self, table: int, terminals: dict[str, _Rows]) -> None:
         """End the episode of seats the table did not report as gone, then start the next one."""
-        for seat in np.flatnonzero(~self._left[table]):
-            self._add_terminal(table, int(seat), False, terminals)
+        for seat in np.flatnonzero(~self._left[table]).tolist():
+            self._add_terminal(table, seat, False, terminals)
         game = self.tables[table]
         game.reset(self._rngs[table])
         game.take_rewards()

@@ -400,6 +400,7 @@ def _robustness(
         output["exploitability"] = rows
         text.append(seated_runs.format_exploitability(run_root, rows))
     if args.exploiter is not None:
+        logging.getLogger().setLevel(logging.INFO)  # the exploiter's training progress
         folder = exploiter.train_exploiter(run_root, args.exploiter, seed=args.seed)
         result = exploiter.score_exploiter(run_root, folder, games=args.episodes, seed=args.seed)
         output["exploiter"] = {"run": str(folder), "steps": args.exploiter, **result.to_dict()}
