@@ -216,5 +216,10 @@ class OpenSpielSource:
             max_episode_steps=self.max_episode_steps,
         )
 
+    @property
+    def env_path(self) -> str:
+        """The ``--env`` text naming this game."""
+        return f"openspiel:{self.game}"
+
     def describe(self) -> str:
         return f"OpenSpiel game {self.game!r} ({self.copies} copies)"

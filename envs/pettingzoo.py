@@ -107,6 +107,13 @@ class PettingZooSource:
             max_episode_steps=self.max_episode_steps,
         )
 
+    @property
+    def env_path(self) -> str | None:
+        """The ``--env`` text naming this game (None for a function given to ``adapt``)."""
+        if isinstance(self.env_fn, ModuleEnvFn):
+            return f"pettingzoo:{self.env_fn.module}"
+        return None
+
     def behavior_names(self) -> tuple[str, ...]:
         """The behaviors (``Name?team=N``) in seat order, from one throw-away environment."""
         env = self.env_fn()

@@ -77,10 +77,56 @@ def pettingzoo_game(label: str, module: str) -> BenchGame:
     return BenchGame(label, raw_pettingzoo(module), pettingzoo_adapter(module))
 
 
+def raw_openspiel(game_string: str) -> Callable[[int, int], float]:
+    """The plain pyspiel loop: random legal moves (every player at a simultaneous node), chance
+    outcomes sampled, a new state at the end."""
+
+    def play(moves: int, seed: int) -> float:
+        import pyspiel
+
+        game = pyspiel.load_game(game_string)
+        rng = np.random.default_rng(seed)
+        state = game.new_initial_state()
+        played = 0
+        start = time.perf_counter()
+        while played < moves:
+            if state.is_terminal():
+                state = game.new_initial_state()
+            elif state.is_chance_node():
+                outcomes, probabilities = zip(*state.chance_outcomes(), strict=True)
+                state.apply_action(outcomes[rng.choice(len(outcomes), p=probabilities)])
+            elif state.is_simultaneous_node():
+                joint = []
+                for player in range(game.num_players()):
+                    state.information_state_tensor(player)  # what a learner would observe
+                    joint.append(int(rng.choice(state.legal_actions(player))))
+                state.apply_actions(joint)
+                played += game.num_players()
+            else:
+                state.information_state_tensor(state.current_player())
+                state.apply_action(int(rng.choice(state.legal_actions())))
+                played += 1
+        return time.perf_counter() - start
+
+    return play
+
+
+def openspiel_game(label: str, game_string: str) -> BenchGame:
+    from envs.openspiel import OpenSpielSource
+
+    return BenchGame(
+        label,
+        raw_openspiel(game_string),
+        lambda copies, seed: OpenSpielSource(game=game_string, copies=copies)(seed=seed),
+    )
+
+
 GAMES = [
     pettingzoo_game("connect_four", "pettingzoo.classic.connect_four_v3"),
     pettingzoo_game("tictactoe", "pettingzoo.classic.tictactoe_v3"),
     pettingzoo_game("leduc_holdem", "pettingzoo.classic.leduc_holdem_v4"),
+    openspiel_game("openspiel:leduc_poker", "leduc_poker"),
+    openspiel_game("openspiel:goofspiel(num_cards=4)", "goofspiel(num_cards=4)"),
 ]
 
 

@@ -19,14 +19,12 @@ import yaml
 
 from envs.behavior_id import BehaviorId
 from envs.board_players import scripted_levels
-from envs.exploitability import InfoStateTable, exploitability
 from envs.openspiel import OpenSpielSource, load_game, seat_behaviors
 from envs.seated_game import Seat, SeatedGame
 from envs.sources import ECOSYSTEM_PREFIXES, resolve_env
 from ghost.evaluation.report import run_snapshots
 from ghost.evaluation.seated import BothSeats, Player, evaluate_both_seats
 from ghost.exceptions import ConfigError
-from ghost.running.exploitability_monitor import table_probabilities
 from trainers.policy import load_policy
 from trainers.run_layout import RunLayout
 
@@ -114,6 +112,10 @@ def exploitability_rows(run_root: Path) -> list[dict[str, Any]]:
     behavior (``seats: separate``) is paired with the other seats' final policies, and its
     ``best_response`` value (what a best responder wins against that seat) is its own score.
     """
+    # imported here: OpenSpiel (an optional extra) is only needed for OpenSpiel runs
+    from envs.exploitability import InfoStateTable, exploitability
+    from ghost.running.exploitability_monitor import table_probabilities
+
     env_path = run_env_path(run_root)
     if env_path is None or not env_path.startswith("openspiel:"):
         raise ConfigError(

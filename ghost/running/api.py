@@ -24,6 +24,8 @@ from envs.settings import EnvironmentSettings
 from envs.sources import EnvFunction, EnvInstance
 from envs.stepping import EnvStepper, InProcessStepper
 from envs.unity_build import UnityBuild
+from envs.openspiel import OpenSpielSource
+from envs.pettingzoo import PettingZooSource
 from ghost.config.environment import env_factory_for
 from ghost.config.loader import apply_overrides, load_options, options_from_dict, with_drawn_seed
 from ghost.config.settings import RunOptions
@@ -187,6 +189,11 @@ def _env_factory(env: Any, options: RunOptions) -> tuple[RunOptions, EnvFactory]
                 "builds an environment to run several"
             )
         return options, EnvInstance(env)
+    if isinstance(env, OpenSpielSource | PettingZooSource):
+        spec = env.env_path
+        if spec is not None:
+            options = apply_overrides(options, {"env_settings.env_path": spec})
+        return options, env
     if callable(env):
         name = _importable_name(env)
         if name is not None:

@@ -33,7 +33,6 @@ from ghost.core.controller import GhostController
 from ghost.core.self_play import SelfPlayState
 from ghost.core.snapshots import Snapshot
 from ghost.running.callbacks import SnapshotTaken, TeamChanged
-from ghost.running.exploitability_monitor import ExploitabilityMonitor, exploitability_interval
 from ghost.running.fixed_opponents import build_fixed_opponents
 from ghost.running.ghost_trainer import GhostTrainer
 from ghost.running.lessons import LessonSchedule
@@ -80,7 +79,7 @@ class SelfPlaySession(TrainingLoop):
         self.evaluations: dict[str, ScheduledEvaluation] = {}
         self.lessons = LessonSchedule(options.environment_parameters, seed=seed)
         self.env_source = env_source
-        self.exploitability: ExploitabilityMonitor | None = None
+        self.exploitability: Any = None  # an ExploitabilityMonitor in OpenSpiel games
 
     @property
     def builtin_game(self) -> str | None:
@@ -127,6 +126,12 @@ class SelfPlaySession(TrainingLoop):
         source = self.env_source
         if not isinstance(source, OpenSpielSource) or not self.training:
             return
+        # imported here: OpenSpiel (an optional extra) is only needed by OpenSpiel runs
+        from ghost.running.exploitability_monitor import (
+            ExploitabilityMonitor,
+            exploitability_interval,
+        )
+
         every = exploitability_interval(source, self.options)
         if every:
             self.exploitability = ExploitabilityMonitor(
