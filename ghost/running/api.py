@@ -20,12 +20,12 @@ import attrs
 import torch
 from mlagents_envs.base_env import BaseEnv
 
+from envs.openspiel import OpenSpielSource
+from envs.pettingzoo import PettingZooSource
 from envs.settings import EnvironmentSettings
 from envs.sources import EnvFunction, EnvInstance
 from envs.stepping import EnvStepper, InProcessStepper
 from envs.unity_build import UnityBuild
-from envs.openspiel import OpenSpielSource
-from envs.pettingzoo import PettingZooSource
 from ghost.config.environment import env_factory_for
 from ghost.config.loader import apply_overrides, load_options, options_from_dict, with_drawn_seed
 from ghost.config.settings import RunOptions
