@@ -4,6 +4,7 @@ shortened, with fixed seeds and thresholds."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -15,7 +16,7 @@ from ghost.running import cli  # noqa: E402
 
 
 def shortened(tmp_path, config: str, max_steps: int):
-    options = yaml.safe_load(open(config, encoding="utf-8"))
+    options = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
     for behavior in options["behaviors"].values():
         behavior["max_steps"] = max_steps
     path = tmp_path / "config.yaml"
