@@ -97,6 +97,10 @@ class OpenSpielTable(Table):
         self.num_players = game.num_players()
         self.num_actions = game.num_distinct_actions()
         self._info_state = info_state
+        # games that pay only at the end need their returns read only there
+        self._pays_along_the_way = (
+            game.get_type().reward_model != type(game.get_type().reward_model).TERMINAL
+        )
         self._rng = np.random.default_rng(0)
         self.state = game.new_initial_state()
         self._returns = np.zeros(self.num_players)
@@ -140,9 +144,10 @@ class OpenSpielTable(Table):
         else:
             state.apply_action(int(actions[state.current_player()][1][0]))
         self._play_chance()
-        returns = np.asarray(state.returns(), dtype=np.float64)
-        self._rewards += returns - self._returns
-        self._returns = returns
+        if self._pays_along_the_way or state.is_terminal():
+            returns = np.asarray(state.returns(), dtype=np.float64)
+            self._rewards += returns - self._returns
+            self._returns = returns
 
     def take_rewards(self) -> np.ndarray:
         rewards, self._rewards = self._rewards, np.zeros(self.num_players)
@@ -157,9 +162,16 @@ class OpenSpielTable(Table):
     def _play_chance(self) -> None:
         state = self.state
         while state.is_chance_node():
-            outcomes, probabilities = zip(*state.chance_outcomes(), strict=True)
-            pick = self._rng.choice(len(outcomes), p=np.asarray(probabilities) / sum(probabilities))
-            state.apply_action(outcomes[pick])
+            outcomes = state.chance_outcomes()
+            # inverse-CDF draw: much cheaper than Generator.choice(p=...) for a handful of outcomes
+            point = self._rng.random() * sum(p for _, p in outcomes)
+            chosen = outcomes[-1][0]  # rounding may leave the point just past the last one
+            for action, probability in outcomes:
+                point -= probability
+                if point < 0:
+                    chosen = action
+                    break
+            state.apply_action(chosen)
 
 
 def seat_behaviors(game, seats: str) -> list[BehaviorId]:
