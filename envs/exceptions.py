@@ -16,6 +16,15 @@ class EnvironmentSourceError(GhostError):
     """``--env`` / ``env_path`` does not name a usable environment."""
 
 
+class UnsupportedGameError(EnvironmentSourceError, ValueError):
+    """An OpenSpiel game that cannot be loaded, or cannot be used the way it was asked for
+    (no tensor of the kind requested, not two-player zero-sum for exploitability)."""
+
+
+class GameTooLargeError(GhostError, ValueError):
+    """Enumerating a game for exact exploitability would visit more states than allowed."""
+
+
 class EnvironmentWorkerError(GhostError):
     """An environment failed: a worker crashed more often than ``max_lifetime_restarts`` allows,
     or the one in-process environment raised."""

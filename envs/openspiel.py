@@ -27,7 +27,7 @@ import numpy as np
 from mlagents_envs.base_env import ActionSpec
 
 from envs.behavior_id import BehaviorId
-from envs.exceptions import EnvironmentSourceError
+from envs.exceptions import EnvironmentSourceError, UnsupportedGameError
 from envs.seated_game import Seat, SeatedGame, Table
 from envs.vector_game import mix_seed
 
@@ -48,16 +48,19 @@ def _pyspiel():
     return pyspiel
 
 
-def load_game(game: str):
-    """The ``pyspiel.Game`` named by an OpenSpiel game string, or a clear error."""
+def load_game(game):
+    """The ``pyspiel.Game`` named by an OpenSpiel game string (or ``game`` itself when it is
+    already one); ``UnsupportedGameError`` when OpenSpiel cannot load it."""
     pyspiel = _pyspiel()
+    if isinstance(game, pyspiel.Game):
+        return game
     try:
         return pyspiel.load_game(game)
     except pyspiel.SpielError as error:
-        raise EnvironmentSourceError(
-            f"--env openspiel:{game}: OpenSpiel cannot load {game!r} ({error}). Give a game "
-            f"string such as leduc_poker or goofspiel(num_cards=4); pyspiel.registered_names() "
-            "lists the games"
+        reason = (str(error).splitlines() or ["unknown error"])[0]
+        raise UnsupportedGameError(
+            f"cannot load OpenSpiel game {game!r} ({reason}). Give a game string such as "
+            "leduc_poker or goofspiel(num_cards=4); pyspiel.registered_names() lists the games"
         ) from None
 
 
@@ -72,10 +75,10 @@ def uses_info_state(game, observation: str) -> bool:
         observation == "auto" and kind.provides_information_state_tensor
     ):
         if not kind.provides_information_state_tensor:
-            raise EnvironmentSourceError(f"OpenSpiel game {name} has no information-state tensor")
+            raise UnsupportedGameError(f"OpenSpiel game {name} has no information-state tensor")
         return True
     if not kind.provides_observation_tensor:
-        raise EnvironmentSourceError(
+        raise UnsupportedGameError(
             f"OpenSpiel game {name} provides neither an information-state nor an observation "
             "tensor, so it cannot feed a neural policy"
         )
@@ -210,7 +213,7 @@ class OpenSpielSource:
         return game
 
     def __call__(self, *, worker_id: int = 0, seed: int = 0) -> SeatedGame:
-        game = self.load()
+        game = load_game(self.game)
         info_state = uses_info_state(game, self.observation)
         size = (
             game.information_state_tensor_size() if info_state else game.observation_tensor_size()

@@ -95,18 +95,6 @@ class Table(abc.ABC):
         """Release the game's resources."""
 
 
-def _empty_terminal(spec: BehaviorSpec) -> TerminalSteps:
-    # TerminalSteps.empty() uses np.bool, which numpy 2 lacks in mlagents-envs 0.28
-    return TerminalSteps(
-        obs=[np.zeros((0, *o.shape), dtype=np.float32) for o in spec.observation_specs],
-        reward=np.zeros(0, dtype=np.float32),
-        interrupted=np.zeros(0, dtype=bool),
-        agent_id=np.zeros(0, dtype=np.int32),
-        group_id=np.zeros(0, dtype=np.int32),
-        group_reward=np.zeros(0, dtype=np.float32),
-    )
-
-
 @attrs.define
 class _Rows:
     """Rows of one behavior's decision or terminal steps, gathered table by table."""
@@ -307,24 +295,31 @@ class SeatedGame(BaseEnv):
                     "call set_actions before step"
                 )
             mask = self._steps[name][0].action_mask
+            if mask is not None:
+                self._check_legal(name, deciding, actions[1], mask)
             for row, agent_id in enumerate(deciding):
-                continuous, discrete = actions[0][row], actions[1][row]
-                if mask is not None:
-                    self._check_legal(name, agent_id, discrete, [m[row] for m in mask])
                 table, seat = divmod(agent_id, self.num_seats)
-                moves.setdefault(table, {})[seat] = (continuous, discrete)
+                moves.setdefault(table, {})[seat] = (actions[0][row], actions[1][row])
         self._actions = {}
         return moves
 
+    @staticmethod
     def _check_legal(
-        self, name: str, agent_id: int, discrete: np.ndarray, blocked: list[np.ndarray]
+        name: str, agent_ids: list[int], discrete: np.ndarray, mask: list[np.ndarray]
     ) -> None:
-        for branch, (choice, branch_blocked) in enumerate(zip(discrete, blocked, strict=True)):
-            if not 0 <= choice < len(branch_blocked) or branch_blocked[choice]:
-                legal = np.flatnonzero(~branch_blocked).tolist()
+        """Raise on the first action outside its branch or blocked by the mask."""
+        rows = np.arange(len(agent_ids))
+        for branch, blocked in enumerate(mask):
+            choice = discrete[:, branch]
+            outside = (choice < 0) | (choice >= blocked.shape[1])
+            illegal = outside | blocked[rows, np.clip(choice, 0, blocked.shape[1] - 1)]
+            if illegal.any():
+                row = int(np.flatnonzero(illegal)[0])
+                legal = np.flatnonzero(~blocked[row]).tolist()
                 raise ValueError(
-                    f"{name} agent {agent_id}: action {int(choice)} of branch {branch} is not "
-                    f"legal now (legal: {legal}); mask actions with DecisionSteps.action_mask"
+                    f"{name} agent {agent_ids[row]}: action {int(choice[row])} of branch {branch} "
+                    f"is not legal now (legal: {legal}); mask actions with "
+                    "DecisionSteps.action_mask"
                 )
 
     def _add_terminal(self, table: int, seat: int, interrupted: bool, terminals: dict) -> None:
@@ -385,7 +380,7 @@ class SeatedGame(BaseEnv):
                     group_reward=np.zeros(len(ended.agent_id), dtype=np.float32),
                 )
             else:
-                terminal = _empty_terminal(spec)
+                terminal = TerminalSteps.empty(spec)
             self._steps[name] = (decision, terminal)
 
 

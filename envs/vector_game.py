@@ -101,18 +101,6 @@ class _Outcome:
     interrupted: np.ndarray
 
 
-def _empty_terminal(spec: BehaviorSpec) -> TerminalSteps:
-    # TerminalSteps.empty() uses np.bool, which numpy 2 lacks in mlagents-envs 0.28
-    return TerminalSteps(
-        obs=[np.zeros((0,) + o.shape, dtype=np.float32) for o in spec.observation_specs],
-        reward=np.zeros(0, dtype=np.float32),
-        interrupted=np.zeros(0, dtype=bool),
-        agent_id=np.zeros(0, dtype=np.int32),
-        group_id=np.zeros(0, dtype=np.int32),
-        group_reward=np.zeros(0, dtype=np.float32),
-    )
-
-
 class VectorGame(BaseEnv, abc.ABC):
     """Base of the built-in games: many arenas stepped together, Unity step semantics.
 
@@ -283,7 +271,7 @@ class VectorGame(BaseEnv, abc.ABC):
                 group_reward=np.where(restarted, 0.0, group_reward).ravel().astype(np.float32),
             )
             if not len(ended):
-                self._steps[name] = (decision, _empty_terminal(self._specs[name]))
+                self._steps[name] = (decision, TerminalSteps.empty(self._specs[name]))
                 continue
             groups = self._group_ids[name].reshape(self.num_arenas, role.slots)
             terminal = TerminalSteps(

@@ -109,7 +109,7 @@ def test_separate_seats_make_one_behavior_per_player():
 def test_env_strings_resolve_and_errors_say_what_to_write():
     source = resolve_env("openspiel:goofspiel(num_cards=4)")
     assert isinstance(source, OpenSpielSource) and source.game == "goofspiel(num_cards=4)"
-    with pytest.raises(EnvironmentSourceError, match="cannot load 'no_such_game'"):
+    with pytest.raises(EnvironmentSourceError, match="cannot load OpenSpiel game 'no_such_game'"):
         resolve_env("openspiel:no_such_game")
     with pytest.raises(EnvironmentSourceError, match="names no game"):
         resolve_env("openspiel:")
