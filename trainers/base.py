@@ -221,6 +221,10 @@ class Trainer(abc.ABC):
         """The policy that acts for ``behavior_id`` in the environment (default: the trained one)."""
         return self.get_policy(behavior_id)
 
+    def export_policy(self, behavior_id: BehaviorId) -> Policy:
+        """The policy written as the run's final ``<Behavior>.pt`` (default: the trained one)."""
+        return self.get_policy(behavior_id)
+
     def subscribe_trajectory_queue(self, queue: ExperienceQueue) -> None:
         """Consume the step batches put on ``queue``."""
         self.trajectory_queues.append(queue)

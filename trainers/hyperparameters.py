@@ -39,6 +39,10 @@ class OnPolicySettings(HyperparamSettings):
     num_epoch: int = attrs.field(default=3, validator=positive)
     beta_schedule: ScheduleType | None = None
     epsilon_schedule: ScheduleType | None = None
+    #: weight of ``KL(policy ‖ magnet)`` in the loss (0: no magnet); see ``trainers.magnet``
+    magnet_strength: float = attrs.field(default=0.0, validator=non_negative)
+    #: how far the magnet moves toward the policy after each update
+    magnet_rate: float = attrs.field(default=0.05, validator=unit_interval)
 
     def __attrs_post_init__(self) -> None:
         _check_batch_fits(self.batch_size, self.buffer_size, "holds the experience of one update")

@@ -22,6 +22,7 @@ import torch
 from trainers.buffers import RolloutBuffer
 from trainers.gae import compute_gae
 from trainers.hyperparameters import PPOSettings
+from trainers.magnet import Magnet
 from trainers.networks import ValueNetwork
 from trainers.policy import TorchPolicy, to_tensors
 from trainers.rl_trainer import RLTrainer, decayed
@@ -54,6 +55,11 @@ class PPOTrainer(RLTrainer):
         parameters = list(policy.actor.parameters()) + list(self.critic.parameters())
         self.optimizer = torch.optim.Adam(parameters, lr=self.hyperparameters.learning_rate)
         self.buffer = RolloutBuffer()
+        self.magnet = (
+            Magnet(policy.actor, rate=self.hyperparameters.magnet_rate)
+            if self.hyperparameters.magnet_strength > 0
+            else None
+        )
 
     def _take(self, transitions: Transitions) -> None:
         self.buffer.add(transitions)
@@ -150,7 +156,7 @@ class PPOTrainer(RLTrainer):
         advantages_t = tensor((advantages - advantages.mean()) / (advantages.std() + 1e-10))
         n = len(data)
         batch_size = min(h.batch_size, n)
-        totals = dict.fromkeys(["policy", "entropy", *critic_weights], 0.0)
+        totals = dict.fromkeys(["policy", "entropy", "magnet", *critic_weights], 0.0)
         updates = 0
         for _ in range(h.num_epoch):
             order = torch.as_tensor(self.rng.permutation(n), device=self.device)
@@ -171,6 +177,12 @@ class PPOTrainer(RLTrainer):
                 ).mean()
                 entropy = dist.mean_entropy().mean()
                 loss = policy_loss - beta * entropy
+                if self.magnet is not None:
+                    pull = self.magnet.divergence(
+                        dist, [o[rows] for o in obs], None if masks is None else masks[rows]
+                    )
+                    loss = loss + h.magnet_strength * pull
+                    totals["magnet"] += pull.item()
                 for name, term in critic_loss(rows, epsilon).items():
                     loss = loss + critic_weights[name] * term
                     totals[name] += term.item()
@@ -181,6 +193,10 @@ class PPOTrainer(RLTrainer):
                 totals["entropy"] += entropy.item()
                 updates += 1
         updates = max(updates, 1)
+        magnet = totals.pop("magnet") / updates
+        if self.magnet is not None:
+            self.magnet.follow(self.policy.actor)
+            self.stats.add("Policy/Magnet KL", magnet)
         self.record_losses(
             {
                 "Losses/Policy Loss": abs(totals.pop("policy")) / updates,
@@ -193,13 +209,19 @@ class PPOTrainer(RLTrainer):
         )
 
     def _learner_state(self) -> dict[str, Any]:
-        return {
+        state = {
             "critic": self.critic.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "buffer": self.buffer.state_dict(),
         }
+        if self.magnet is not None:
+            state["magnet"] = self.magnet.state_dict()
+        return state
 
     def _load_learner_state(self, state: dict[str, Any]) -> None:
         self.critic.load_state_dict(state["critic"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.buffer.load_state_dict(state["buffer"])
+        if self.magnet is not None:
+            # a run that turned the magnet on at resume starts it at the policy
+            self.magnet.load_state_dict(state.get("magnet", self.policy.actor.state_dict()))

@@ -342,7 +342,7 @@ class TrainingLoop:
                 for name, trainer in self.trainers.items():
                     behavior_id = next(b for b in self.processors if b.name == name)
                     path = self.layout.final_policy_path(name)
-                    policy = trainer.get_policy(behavior_id)
+                    policy = trainer.export_policy(behavior_id)
                     policy.save(path)
                     logger.info("Exported %s", path)
                     self._export_onnx(name, policy)

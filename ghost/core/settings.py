@@ -85,6 +85,46 @@ class EvaluationSettings:
 
 
 @attrs.frozen(kw_only=True)
+class LeagueSettings:
+    """``self_play.league``: exploiters trained beside the main learner (AlphaStar's league).
+
+    Exploiters take whole turns of the learning team: after every ``main_turns`` turns of the main
+    learner comes one turn of the next exploiter (round-robin), played with its own network and
+    its own copy of the wrapped trainer. A main exploiter faces only the main learner's latest
+    weights; a league exploiter draws its opponents from the whole pool. An exploiter whose win
+    rate over a turn reaches ``promote_win_rate`` is frozen into the pool as a permanent member
+    (a main exploiter then restarts from fresh weights); a main exploiter not promoted within
+    ``reset_turns`` of its turns restarts too. Exploiter steps do not count toward ``max_steps``.
+    """
+
+    main_exploiters: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    league_exploiters: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    main_turns: int = attrs.field(default=2, validator=positive)
+    promote_win_rate: float = attrs.field(default=0.7, validator=unit_interval)
+    reset_turns: int = attrs.field(default=4, validator=positive)
+    #: promoted exploiters kept in the pool (the oldest leaves first)
+    max_members: int = attrs.field(default=10, validator=positive)
+
+    @property
+    def exploiters(self) -> int:
+        return self.main_exploiters + self.league_exploiters
+
+
+@attrs.frozen(kw_only=True)
+class AveragePolicySettings:
+    """``self_play.average_policy``: the exported ``<Behavior>.pt`` is the average of the window
+    (every snapshot and the final learner, weighted alike) distilled into one network, NFSP-style,
+    instead of the last iterate."""
+
+    enabled: bool = False
+    #: the learner's most recent observations kept to distil on (a uniform sample of them)
+    observations: int = attrs.field(default=20000, validator=positive)
+    epochs: int = attrs.field(default=30, validator=positive)
+    batch_size: int = attrs.field(default=512, validator=positive)
+    learning_rate: float = attrs.field(default=1.0e-3, validator=positive)
+
+
+@attrs.frozen(kw_only=True)
 class SelfPlaySettings:
     """The ``self_play:`` section of a behavior (ML-Agents' keys plus ours).
 
@@ -112,6 +152,11 @@ class SelfPlaySettings:
     exploitability_every: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.ge(0))
     )
+    league: LeagueSettings = attrs.Factory(LeagueSettings)
+    average_policy: AveragePolicySettings = attrs.Factory(AveragePolicySettings)
+    #: a named combination of the keys above (``robust``); keys written beside it keep their
+    #: values (``ghost.config.presets``)
+    preset: str | None = None
 
     def __attrs_post_init__(self) -> None:
         names = [fixed.name for fixed in self.fixed_opponents]

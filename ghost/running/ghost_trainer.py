@@ -28,9 +28,11 @@ from ghost.core.ratings import result_from_reward
 from ghost.core.self_play import SelfPlayState
 from ghost.core.snapshots import Snapshot
 from ghost.core.win_rates import result_stat_keys
+from ghost.running.average_policy import ObservationSample, distill_average
 from ghost.running.opponent_policy import OpponentPolicy
 from trainers.atomic_files import atomic_write_text
 from trainers.base import ExperienceQueue, Policy, StepBatch, Trainer
+from trainers.policy import TorchPolicy
 from trainers.policy_file import read_policy_weights
 from trainers.run_layout import RunLayout
 from trainers.stats import ELO
@@ -77,6 +79,17 @@ class GhostTrainer(Trainer):
         self.behavior_ids: dict[int, BehaviorId] = {}
         self.opponent_policies: dict[BehaviorId, OpponentPolicy] = {}
         self._learning_queues: dict[BehaviorId, ExperienceQueue] = {}
+        average = self.self_play.average_policy
+        self.observations = (
+            ObservationSample(
+                average.observations,
+                keep=average.observations / (self.self_play.save_steps * self.self_play.window),
+                seed=trainer.seed,
+            )
+            if average.enabled
+            else None
+        )
+        self._average: Policy | None = None
 
     # -- wiring ----------------------------------------------------------------------------
     def create_policy(self, behavior_id: BehaviorId, behavior_spec: BehaviorSpec) -> Policy:
@@ -106,6 +119,20 @@ class GhostTrainer(Trainer):
         if behavior_id.team == self.controller.learning_team:
             return self.get_policy(behavior_id)
         return self.opponent_policies[behavior_id]
+
+    def export_policy(self, behavior_id: BehaviorId) -> Policy:
+        """The learner, or with ``average_policy`` on the window's average distilled into one
+        network (computed once, when the run ends)."""
+        learner = self.get_policy(behavior_id)
+        if self.observations is None or not isinstance(learner, TorchPolicy):
+            return learner
+        if self._average is None:
+            members = [s.weights for s in self.state.window] + [learner.get_weights()]
+            self._average = distill_average(
+                learner, members, self.observations, self.self_play.average_policy,
+                seed=self.seed,
+            )  # fmt: skip
+        return self._average
 
     @property
     def fixed_opponents(self) -> list[Any]:
@@ -142,6 +169,8 @@ class GhostTrainer(Trainer):
                     self._learning_queues[batch.behavior_id].put(batch)
                     if self.training:  # watching a trained run (inference) rates nothing
                         self._rate_results(batch)
+                        if self.observations is not None:
+                            self.observations.add(batch)
                 else:
                     self.state.count_ghost_steps(batch.agent_steps)
         self.stats.training = self.training and self.is_learning

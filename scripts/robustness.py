@@ -1,0 +1,164 @@
+"""Self-play methods × robustness yardsticks: each method trained with several seeds, then scored
+against opponents it never met.
+
+Yardsticks:
+
+- ``tennis``, ``soccer``, ``strikers_vs_goalie``: the final policy's win rate against the scripted
+  ``strong`` level (and ``medium``), greedy, 200 games at evaluation seed 1. No scripted level is
+  in training.
+- ``leduc``, ``goofspiel`` (OpenSpiel): the exact exploitability of the final policy (the last row of
+  ``run_logs/exploitability.csv``, scored when the run ends).
+
+A method is the shipped config of the game with its ``self_play:`` section replaced: ``default`` keeps
+only ML-Agents' own keys (latest-ratio sampling, one opponent per swap); the others add our keys on
+top. Each (method, yardstick, seed) run appends one JSON line to ``--out``; ``--summary`` prints the
+median and range per cell from that file.
+
+    python scripts/robustness.py --methods default robust --yardsticks tennis leduc --seeds 0 1 2
+    python scripts/robustness.py --summary --out results/robustness.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+#: yardstick → (shipped config, trainer steps per behavior, sides scored)
+YARDSTICKS: dict[str, tuple[str, int, tuple[str | None, ...]]] = {
+    "tennis": ("tennis", 1_000_000, (None,)),
+    "soccer": ("soccer", 4_000_000, (None,)),
+    "strikers_vs_goalie": ("strikers_vs_goalie", 2_500_000, ("Striker", "Goalie")),
+    "leduc": ("leduc_poker", 500_000, ()),
+    "goofspiel": ("goofspiel", 500_000, ()),
+}
+MLAGENTS_KEYS = (
+    "save_steps",
+    "team_change",
+    "swap_steps",
+    "window",
+    "play_against_latest_model_ratio",
+    "initial_elo",
+)
+#: method → keys merged into the ML-Agents-style ``self_play:`` section
+METHODS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "opponents_per_swap": {"opponents_per_swap": 8},
+    "league": {"league": {"main_exploiters": 1, "league_exploiters": 1}},
+    "magnet": {"magnet": {"strength": 0.1}},
+    "average_policy": {"average_policy": {"enabled": True}},
+    "robust": {"preset": "robust"},
+}
+LEVELS = ("medium", "strong")
+
+
+def method_config(yardstick: str, method: str) -> dict[str, Any]:
+    """The shipped config of ``yardstick``'s game with ``method``'s self-play section."""
+    name, steps, _ = YARDSTICKS[yardstick]
+    config = yaml.safe_load((ROOT / "config" / f"{name}.yaml").read_text())
+    for behavior in config["behaviors"].values():
+        shipped = behavior.get("self_play", {})
+        self_play = {key: shipped[key] for key in MLAGENTS_KEYS if key in shipped}
+        if "exploitability_every" in shipped:
+            self_play["exploitability_every"] = 100_000
+        self_play.update(METHODS[method])
+        behavior["self_play"] = self_play
+        behavior["max_steps"] = steps
+    return config
+
+
+def train(config: dict[str, Any], run: Path, seed: int) -> float:
+    path = run.parent / f"{run.name}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "ghost.running.cli", str(path), "--run-id", run.name,
+         "--results-dir", str(run.parent), "--force", "--seed", str(seed)],
+        cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    return time.perf_counter() - started
+
+
+def score_scripted(game: str, run: Path, sides: tuple[str | None, ...]) -> dict[str, Any]:
+    from ghost.evaluation.head_to_head import evaluate
+
+    scores: dict[str, Any] = {}
+    for side in sides:
+        behavior = side or next(p.stem for p in run.glob("*.pt"))
+        for level in LEVELS:
+            result = evaluate(game=game, policy=str(run / f"{behavior}.pt"), opponent=level,
+                              episodes=200, seed=1, deterministic=True, side=side)  # fmt: skip
+            scores[f"{behavior} vs {level}"] = result.win_rate
+    return scores
+
+
+def score_exploitability(run: Path) -> dict[str, Any]:
+    lines = (run / "run_logs" / "exploitability.csv").read_text().split()
+    rows = [line.split(",") for line in lines if line[:1].isdigit()]
+    last = max(rows, key=lambda row: int(row[0]))
+    return {"exploitability": float(last[1]), "step": int(last[0])}
+
+
+def run_one(method: str, yardstick: str, seed: int, workdir: Path) -> dict[str, Any]:
+    run = workdir / f"{yardstick}-{method}-seed{seed}"
+    wall = train(method_config(yardstick, method), run, seed)
+    game, _, sides = YARDSTICKS[yardstick]
+    scores = score_scripted(game, run, sides) if sides else score_exploitability(run)
+    return {"method": method, "yardstick": yardstick, "seed": seed, "wall_s": round(wall, 1),
+            **scores}  # fmt: skip
+
+
+def summarize(path: Path) -> str:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    cells: dict[tuple[str, str, str], list[float]] = {}
+    for row in rows:
+        for key, value in row.items():
+            if key in ("method", "yardstick", "seed", "wall_s", "step") or value is None:
+                continue
+            cells.setdefault((row["yardstick"], key, row["method"]), []).append(value)
+    lines = []
+    for (yardstick, metric, method), values in sorted(cells.items()):
+        lines.append(
+            f"{yardstick:20s} {metric:22s} {method:20s} median {statistics.median(values):.3f} "
+            f"range {min(values):.3f}-{max(values):.3f} (n={len(values)})"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--methods", nargs="+", default=["default", "robust"], choices=METHODS)
+    parser.add_argument("--yardsticks", nargs="+", default=list(YARDSTICKS), choices=YARDSTICKS)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--out", type=Path, default=Path("results/robustness.jsonl"))
+    parser.add_argument("--keep", type=Path, help="keep the runs in this folder")
+    parser.add_argument("--summary", action="store_true", help="only summarize --out")
+    args = parser.parse_args()
+    if not args.summary:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            workdir = args.keep or Path(tmp)
+            workdir.mkdir(parents=True, exist_ok=True)
+            for yardstick in args.yardsticks:
+                for method in args.methods:
+                    for seed in args.seeds:
+                        row = run_one(method, yardstick, seed, workdir)
+                        print(json.dumps(row), flush=True)
+                        with args.out.open("a") as out:
+                            out.write(json.dumps(row) + "\n")
+    print(summarize(args.out))
+
+
+if __name__ == "__main__":
+    main()
