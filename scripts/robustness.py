@@ -51,14 +51,18 @@ MLAGENTS_KEYS = (
     "play_against_latest_model_ratio",
     "initial_elo",
 )
-#: method → keys merged into the ML-Agents-style ``self_play:`` section
-METHODS: dict[str, dict[str, Any]] = {
+#: method → keys merged into the ML-Agents-style ``self_play:`` section and ``hyperparameters``
+METHODS: dict[str, dict[str, dict[str, Any]]] = {
     "default": {},
-    "opponents_per_swap": {"opponents_per_swap": 8},
-    "league": {"league": {"main_exploiters": 1, "league_exploiters": 1}},
-    "magnet": {"magnet": {"strength": 0.1}},
-    "average_policy": {"average_policy": {"enabled": True}},
-    "robust": {"preset": "robust"},
+    "opponents_per_swap": {"self_play": {"opponents_per_swap": 8}},
+    "league": {"self_play": {"league": {"main_exploiters": 1, "league_exploiters": 1}}},
+    "magnet": {"hyperparameters": {"magnet_strength": 0.1}},
+    "magnet_0.03": {"hyperparameters": {"magnet_strength": 0.03}},
+    "magnet_0.3": {"hyperparameters": {"magnet_strength": 0.3}},
+    "magnet_1": {"hyperparameters": {"magnet_strength": 1.0}},
+    "uniform_8": {"self_play": {"opponents_per_swap": 8, "sampling": {"strategy": "uniform"}}},
+    "average_policy": {"self_play": {"average_policy": {"enabled": True}}},
+    "robust": {"self_play": {"preset": "robust"}},
 }
 LEVELS = ("medium", "strong")
 
@@ -72,8 +76,9 @@ def method_config(yardstick: str, method: str) -> dict[str, Any]:
         self_play = {key: shipped[key] for key in MLAGENTS_KEYS if key in shipped}
         if "exploitability_every" in shipped:
             self_play["exploitability_every"] = 100_000
-        self_play.update(METHODS[method])
+        self_play.update(METHODS[method].get("self_play", {}))
         behavior["self_play"] = self_play
+        behavior["hyperparameters"].update(METHODS[method].get("hyperparameters", {}))
         behavior["max_steps"] = steps
     return config
 
@@ -100,6 +105,7 @@ def score_scripted(game: str, run: Path, sides: tuple[str | None, ...]) -> dict[
             result = evaluate(game=game, policy=str(run / f"{behavior}.pt"), opponent=level,
                               episodes=200, seed=1, deterministic=True, side=side)  # fmt: skip
             scores[f"{behavior} vs {level}"] = result.win_rate
+            scores[f"{behavior} vs {level} decided"] = result.wins + result.losses
     return scores
 
 
@@ -125,6 +131,8 @@ def summarize(path: Path) -> str:
     for row in rows:
         for key, value in row.items():
             if key in ("method", "yardstick", "seed", "wall_s", "step") or value is None:
+                continue
+            if value != value:  # NaN: no game was decided (tennis rally timeouts)
                 continue
             cells.setdefault((row["yardstick"], key, row["method"]), []).append(value)
     lines = []

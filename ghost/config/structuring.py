@@ -45,6 +45,7 @@ from envs.environment_parameters import (
     ParameterValue,
     UniformSampler,
 )
+from ghost.config.presets import UnknownPresetError, expand_preset
 from ghost.config.settings import BehaviorSettings, RunOptions
 from ghost.core.curriculum import EnvironmentParameterSettings, Lesson
 from ghost.core.sampling import sampler_names
@@ -387,6 +388,16 @@ def _with_defaults(name: str, behavior: Any, defaults: Any) -> Any:
     return merged
 
 
+def _with_preset(name: str, behavior: Any) -> Any:
+    if not isinstance(behavior, Mapping):
+        return behavior  # structuring reports it
+    try:
+        return expand_preset(name, behavior)
+    except UnknownPresetError as error:
+        problem = ConfigProblem(str(error), value=behavior["self_play"]["preset"])
+        raise problem.below("preset").below("self_play").below(name).below("behaviors") from None
+
+
 # -- environment_parameters -------------------------------------------------------------------
 _SAMPLERS: dict[str, type] = {
     "constant": ConstantValue,
@@ -468,7 +479,8 @@ def _structure_run_options(value: Any, _: type) -> RunOptions:
     behaviors = value.get("behaviors")
     if isinstance(behaviors, Mapping):
         value["behaviors"] = {
-            name: _with_defaults(name, section, raw_defaults) for name, section in behaviors.items()
+            name: _with_preset(name, _with_defaults(name, section, raw_defaults))
+            for name, section in behaviors.items()
         }
     elif behaviors is None:
         value["behaviors"] = {}

@@ -133,7 +133,7 @@ def distill_average(
             optimizer.step()
     logger.info(
         "Average policy: %d policies distilled on %d observations (final KL %.4f)",
-        len(members), rows, float(loss),
+        len(members), rows, float(loss.detach()),
     )  # fmt: skip
     student.actor.eval()
     return student

@@ -1,0 +1,96 @@
+"""Named combinations of self-play options: ``self_play.preset: robust``.
+
+A preset fills in keys of a behavior's raw configuration (``self_play`` and, for on-policy
+trainers, ``hyperparameters``) before it is structured. Keys the user wrote keep their values; each
+one that differs from the preset's choice is logged, so a run never changes a written setting
+behind the user's back. The resolved ``configuration.yaml`` holds the expanded keys, so a resumed
+run reads back exactly what it trained with.
+
+``robust`` is the combination measured best against opponents never met in training (README,
+"Self-play strength"): a magnet pull toward a slowly moving copy of the policy (PPO and POCA),
+several opponents per swap drawn over the whole window, a wider window, and the window's average
+distilled into the exported brain.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+logger = logging.getLogger(__name__)
+
+#: trainers whose hyperparameters have the magnet keys
+_MAGNET_TRAINERS = ("ppo", "poca")
+
+
+@attrs.frozen
+class Preset:
+    """What a preset writes: keys of ``self_play`` and of an on-policy trainer's
+    ``hyperparameters`` (nested sections as nested mappings)."""
+
+    self_play: Mapping[str, Any]
+    hyperparameters: Mapping[str, Any] = attrs.Factory(dict)
+
+
+PRESETS: dict[str, Preset] = {
+    "robust": Preset(
+        self_play={
+            "opponents_per_swap": 8,
+            "sampling": {"strategy": "uniform"},
+            "average_policy": {"enabled": True},
+        },
+        hyperparameters={"magnet_strength": 0.1, "magnet_rate": 0.05},
+    ),
+}
+
+
+class UnknownPresetError(ValueError):
+    """``self_play.preset`` names no preset."""
+
+
+def _fill(target: dict[str, Any], preset: Mapping[str, Any], path: str, notes: list[str]) -> None:
+    """Add ``preset``'s keys missing from ``target``; note written keys that differ."""
+    for key, value in preset.items():
+        if key not in target or target[key] is None:
+            target[key] = copy.deepcopy(value)
+        elif isinstance(value, Mapping) and isinstance(target[key], Mapping):
+            target[key] = dict(target[key])
+            _fill(target[key], value, f"{path}.{key}", notes)
+        elif target[key] != value:
+            notes.append(f"{path}.{key} = {target[key]!r} (the preset's choice: {value!r})")
+
+
+def expand_preset(name: str, behavior: Mapping[str, Any]) -> dict[str, Any]:
+    """``behavior``'s raw section with its ``self_play.preset`` filled in (unchanged without one).
+
+    Raises:
+        UnknownPresetError: the preset does not exist (the message lists those that do).
+    """
+    self_play = behavior.get("self_play")
+    if not isinstance(self_play, Mapping) or self_play.get("preset") is None:
+        return dict(behavior)
+    chosen = self_play["preset"]
+    if chosen not in PRESETS:
+        raise UnknownPresetError(f"unknown preset; valid presets: {', '.join(sorted(PRESETS))}")
+    preset = PRESETS[chosen]
+    expanded = dict(behavior)
+    expanded["self_play"] = dict(self_play)
+    notes: list[str] = []
+    _fill(expanded["self_play"], preset.self_play, "self_play", notes)
+    trainer_type = expanded.get("trainer_type", "ppo")
+    if trainer_type in _MAGNET_TRAINERS:
+        hyperparameters = dict(expanded.get("hyperparameters") or {})
+        _fill(hyperparameters, preset.hyperparameters, "hyperparameters", notes)
+        expanded["hyperparameters"] = hyperparameters
+    elif preset.hyperparameters:
+        logger.info(
+            "behaviors.%s: preset %r has no magnet for trainer_type %s (PPO and POCA only)",
+            name, chosen, trainer_type,
+        )  # fmt: skip
+    for note in notes:
+        logger.info("behaviors.%s: preset %r, but you wrote %s", name, chosen, note)
+    return expanded
