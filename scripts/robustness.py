@@ -111,8 +111,8 @@ def score_scripted(game: str, run: Path, sides: tuple[str | None, ...]) -> dict[
 
 def score_exploitability(run: Path) -> dict[str, Any]:
     lines = (run / "run_logs" / "exploitability.csv").read_text().split()
-    rows = [line.split(",") for line in lines if line[:1].isdigit()]
-    last = max(rows, key=lambda row: int(row[0]))
+    # the last row scores the exported policy (the average policy where one is exported)
+    last = [line.split(",") for line in lines if line[:1].isdigit()][-1]
     return {"exploitability": float(last[1]), "step": int(last[0])}
 
 

@@ -36,6 +36,7 @@ examples:
   ghost-eval results/leduc --exploitability               exact, final policy and snapshots
   ghost-eval results/c4 --against one_ply                 OpenSpiel/PettingZoo: every seat
   ghost-eval results/c4 --exploiter 200000                train a best response, score it
+  ghost-eval results/tennis --exploiter 100000 --episodes 400   the same, every side
 
 POLICY is a policy file (final <Behavior>.pt, checkpoint or snapshot) or a run folder
 (results/<run-id>: its final policy). OPPONENT is a scripted level of the game (random, weak,
@@ -138,8 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         metavar="STEPS",
         help="train a fresh learner for STEPS steps against the frozen final policy, then play "
-        "it --episodes games per seat: the exploitability estimate of games too big to "
-        "enumerate (runs on OpenSpiel/PettingZoo games)",
+        "it --episodes games per seat or side: the exploitability estimate of games too big "
+        "to enumerate (runs on built-in, OpenSpiel and PettingZoo games; in strikers_vs_goalie "
+        "one exploiter per side)",
     )
     parser.add_argument("--debug", action="store_true", help="tracebacks for user errors")
     return parser
@@ -386,30 +388,62 @@ def _league(
 def _robustness(
     args: argparse.Namespace, run_root: Path | None, output: dict[str, Any], text: list[str]
 ) -> int:
-    """``--exploitability`` and ``--exploiter`` (runs on OpenSpiel/PettingZoo games)."""
-    from ghost.evaluation import exploiter, seated_runs
+    """``--exploitability`` (OpenSpiel games) and ``--exploiter`` (built-in games too)."""
+    from ghost.evaluation import exploiter, report, seated_runs
     from ghost.evaluation.seated import format_both_seats
 
-    if run_root is None or seated_runs.run_env_path(run_root) is None:
+    seated = run_root is not None and seated_runs.run_env_path(run_root) is not None
+    builtin = run_root is not None and report.run_game(run_root) is not None
+    if args.exploitability and not seated:
         raise ConfigError(
-            "--exploitability and --exploiter need the folder of a run on an OpenSpiel or "
-            f"PettingZoo game (--env openspiel:... / pettingzoo:...); {args.policy} is not one"
+            "--exploitability needs the folder of a run on an OpenSpiel or PettingZoo game "
+            f"(--env openspiel:... / pettingzoo:...); {args.policy} is not one"
+        )
+    if args.exploiter is not None and not (seated or builtin):
+        raise ConfigError(
+            "--exploiter needs the folder of a run on a built-in game (--env tennis, ...) or on "
+            f"an OpenSpiel or PettingZoo game (--env openspiel:... / pettingzoo:...); "
+            f"{args.policy} is neither"
         )
     if args.exploitability:
+        assert run_root is not None
         rows = seated_runs.exploitability_rows(run_root)
         output["exploitability"] = rows
         text.append(seated_runs.format_exploitability(run_root, rows))
-    if args.exploiter is not None:
-        logging.getLogger().setLevel(logging.INFO)  # the exploiter's training progress
-        folder = exploiter.train_exploiter(run_root, args.exploiter, seed=args.seed)
-        result = exploiter.score_exploiter(run_root, folder, games=args.episodes, seed=args.seed)
-        output["exploiter"] = {"run": str(folder), "steps": args.exploiter, **result.to_dict()}
-        text.append(
-            f"exploiter trained {args.exploiter} steps ({folder}), then played "
-            f"{args.episodes} games per seat against the frozen policy:\n"
-            + format_both_seats(result)
-            + f"\nexploitability estimate (exploiter's mean reward): {result.mean_reward:.4f}"
-        )
+    if args.exploiter is None:
+        return _emit(args, output, text)
+    assert run_root is not None
+    logging.getLogger().setLevel(logging.INFO)  # the exploiter's training progress
+    if builtin:
+        return _builtin_exploiter(args, run_root, output, text)
+    folder = exploiter.train_exploiter(run_root, args.exploiter, seed=args.seed)
+    result = exploiter.score_exploiter(run_root, folder, games=args.episodes, seed=args.seed)
+    output["exploiter"] = {"run": str(folder), "steps": args.exploiter, **result.to_dict()}
+    text.append(
+        f"exploiter trained {args.exploiter} steps ({folder}), then played "
+        f"{args.episodes} games per seat against the frozen policy:\n"
+        + format_both_seats(result)
+        + f"\nexploitability estimate (exploiter's mean reward): {result.mean_reward:.4f}"
+    )
+    return _emit(args, output, text)
+
+
+def _builtin_exploiter(
+    args: argparse.Namespace, run_root: Path, output: dict[str, Any], text: list[str]
+) -> int:
+    """``--exploiter`` on a built-in game's run: one row per side."""
+    from ghost.evaluation.builtin_exploiter import exploit_run, format_exploits
+
+    exploits = exploit_run(
+        run_root, args.exploiter, episodes=args.episodes, seed=args.seed,
+        num_arenas=args.num_arenas,
+    )  # fmt: skip
+    output["exploiter"] = {
+        "run": str(exploits[0].exploiter_run),
+        "steps": args.exploiter,
+        "sides": [exploit.to_dict() for exploit in exploits],
+    }
+    text.append(format_exploits(run_root, exploits))
     return _emit(args, output, text)
 
 
