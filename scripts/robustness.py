@@ -95,25 +95,45 @@ def train(config: dict[str, Any], run: Path, seed: int) -> float:
     return time.perf_counter() - started
 
 
+def exports_average(run: Path) -> bool:
+    config = yaml.safe_load((run / "configuration.yaml").read_text())
+    return any(
+        (b.get("self_play") or {}).get("average_policy", {}).get("enabled")
+        for b in config["behaviors"].values()
+    )
+
+
 def score_scripted(game: str, run: Path, sides: tuple[str | None, ...]) -> dict[str, Any]:
+    """Win rates of the exported policy (and, where that is the average policy, of the last
+    learner too, as ``learner: ...``) against the scripted levels."""
     from ghost.evaluation.head_to_head import evaluate
 
     scores: dict[str, Any] = {}
     for side in sides:
         behavior = side or next(p.stem for p in run.glob("*.pt"))
-        for level in LEVELS:
-            result = evaluate(game=game, policy=str(run / f"{behavior}.pt"), opponent=level,
-                              episodes=200, seed=1, deterministic=True, side=side)  # fmt: skip
-            scores[f"{behavior} vs {level}"] = result.win_rate
-            scores[f"{behavior} vs {level} decided"] = result.wins + result.losses
+        policies = {"": run / f"{behavior}.pt"}
+        if exports_average(run):
+            checkpoints = sorted((run / behavior / "checkpoints").glob("*.pt"),
+                                 key=lambda p: int(p.stem.rsplit("-", 1)[1]))  # fmt: skip
+            policies["learner: "] = checkpoints[-1]
+        for label, policy in policies.items():
+            for level in LEVELS:
+                result = evaluate(game=game, policy=str(policy), opponent=level,
+                                  episodes=200, seed=1, deterministic=True, side=side)  # fmt: skip
+                scores[f"{label}{behavior} vs {level}"] = result.win_rate
+                scores[f"{label}{behavior} vs {level} decided"] = result.wins + result.losses
     return scores
 
 
 def score_exploitability(run: Path) -> dict[str, Any]:
     lines = (run / "run_logs" / "exploitability.csv").read_text().split()
-    # the last row scores the exported policy (the average policy where one is exported)
-    last = [line.split(",") for line in lines if line[:1].isdigit()][-1]
-    return {"exploitability": float(last[1]), "step": int(last[0])}
+    rows = [line.split(",") for line in lines if line[:1].isdigit()]
+    # the last row scores the exported policy; with an average policy the one before is the
+    # last learner's, at the same step
+    scores = {"exploitability": float(rows[-1][1]), "step": int(rows[-1][0])}
+    if exports_average(run) and len(rows) > 1 and rows[-2][0] == rows[-1][0]:
+        scores["learner: exploitability"] = float(rows[-2][1])
+    return scores
 
 
 def run_one(method: str, yardstick: str, seed: int, workdir: Path) -> dict[str, Any]:

@@ -205,15 +205,21 @@ def behavior(**section):
 def test_the_robust_preset_fills_in_what_the_user_did_not_write(caplog):
     with caplog.at_level(logging.INFO, logger="ghost.config.presets"):
         options = options_from_dict(
-            behavior(self_play={"preset": "robust", "window": 10, "opponents_per_swap": 2})
+            behavior(
+                self_play={"preset": "robust", "window": 10},
+                hyperparameters={"batch_size": 256, "magnet_strength": 0.05},
+            )
         )
     settings = options.behaviors["Tennis"]
     assert settings.self_play.average_policy.enabled
-    assert settings.hyperparameters.magnet_strength > 0
+    assert settings.hyperparameters.magnet_rate > 0
     # written keys keep their values; a difference from the preset's own choice is logged
-    assert settings.self_play.opponents_per_swap == 2
+    assert settings.hyperparameters.magnet_strength == 0.05
+    assert settings.hyperparameters.batch_size == 256
     assert settings.self_play.window == 10
-    assert "self_play.opponents_per_swap = 2" in caplog.text
+    assert "hyperparameters.magnet_strength = 0.05" in caplog.text
+    plain = options_from_dict(behavior(self_play={"preset": "robust"})).behaviors["Tennis"]
+    assert plain.hyperparameters.magnet_strength > 0
 
 
 def test_the_preset_adds_no_magnet_to_sac_and_an_unknown_preset_names_the_valid_ones():

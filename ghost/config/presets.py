@@ -38,12 +38,8 @@ class Preset:
 
 PRESETS: dict[str, Preset] = {
     "robust": Preset(
-        self_play={
-            "opponents_per_swap": 8,
-            "sampling": {"strategy": "uniform"},
-            "average_policy": {"enabled": True},
-        },
-        hyperparameters={"magnet_strength": 0.1, "magnet_rate": 0.05},
+        self_play={"average_policy": {"enabled": True}},
+        hyperparameters={"magnet_strength": 0.3, "magnet_rate": 0.05},
     ),
 }
 
