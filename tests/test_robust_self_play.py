@@ -211,7 +211,6 @@ def test_the_robust_preset_fills_in_what_the_user_did_not_write(caplog):
             )
         )
     settings = options.behaviors["Tennis"]
-    assert settings.self_play.average_policy.enabled
     assert settings.hyperparameters.magnet_rate > 0
     # written keys keep their values; a difference from the preset's own choice is logged
     assert settings.hyperparameters.magnet_strength == 0.05
@@ -225,6 +224,7 @@ def test_the_robust_preset_fills_in_what_the_user_did_not_write(caplog):
 def test_the_preset_adds_no_magnet_to_sac_and_an_unknown_preset_names_the_valid_ones():
     options = options_from_dict(behavior(trainer_type="sac", self_play={"preset": "robust"}))
     assert not hasattr(options.behaviors["Tennis"].hyperparameters, "magnet_strength")
+    assert options.behaviors["Tennis"].self_play.preset == "robust"
     with pytest.raises(ConfigError, match=r"behaviors\.Tennis\.self_play\.preset.*robust"):
         options_from_dict(behavior(self_play={"preset": "strongest"}))
 
