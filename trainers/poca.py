@@ -86,6 +86,7 @@ class POCATrainer(PPOTrainer):
         parameters = list(policy.actor.parameters()) + list(self.critic.parameters())
         self.optimizer = torch.optim.Adam(parameters, lr=self.hyperparameters.learning_rate)
         self.buffer = RolloutBuffer()
+        self._make_magnet(policy)
         self._branches = tuple(spec.action_spec.discrete_branches)
 
     def _take(self, transitions: Transitions) -> None:

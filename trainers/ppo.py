@@ -55,6 +55,10 @@ class PPOTrainer(RLTrainer):
         parameters = list(policy.actor.parameters()) + list(self.critic.parameters())
         self.optimizer = torch.optim.Adam(parameters, lr=self.hyperparameters.learning_rate)
         self.buffer = RolloutBuffer()
+        self._make_magnet(policy)
+
+    def _make_magnet(self, policy: TorchPolicy) -> None:
+        """The magnet the update is pulled toward, when ``magnet_strength`` > 0."""
         self.magnet = (
             Magnet(policy.actor, rate=self.hyperparameters.magnet_rate)
             if self.hyperparameters.magnet_strength > 0
