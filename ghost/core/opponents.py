@@ -1,4 +1,5 @@
-"""Pool members a ghosted team can field: snapshots of the learner and fixed opponents.
+"""Pool members a ghosted team can field: snapshots of the learner, league members (promoted
+exploiters, ``ghost.core.league``) and fixed opponents.
 
 Opponents are bookkeeping only (who plays, with which rating); acting with them is the
 running layer's job (``ghost.running.opponent_policy``). Weights are opaque here.
@@ -30,10 +31,12 @@ class FixedOpponent:
 @attrs.define
 class Opponent:
     """A drawn opponent: a snapshot (``snapshot_id == LATEST``: a frozen copy of the learner at
-    swap time) or a fixed opponent."""
+    swap time), a league member (a snapshot of a promoted exploiter, named ``member``) or a fixed
+    opponent."""
 
     snapshot: Snapshot | None = None
     fixed: FixedOpponent | None = None
+    member: str | None = None
 
     @property
     def is_latest(self) -> bool:
@@ -45,9 +48,12 @@ class Opponent:
 
     @property
     def key(self) -> str:
-        """Names the pool member in win-rate tables: ``latest``, ``snapshot-3``, ``fixed:medium``."""
+        """Names the pool member in win-rate tables: ``latest``, ``snapshot-3``, ``fixed:medium``,
+        ``exploiter-0-2`` (a league member)."""
         if self.fixed is not None:
             return f"fixed:{self.fixed.name}"
+        if self.member is not None:
+            return self.member
         assert self.snapshot is not None
         return "latest" if self.is_latest else f"snapshot-{self.snapshot.snapshot_id}"
 
@@ -77,8 +83,9 @@ class Pool:
     latest: Opponent
     window: list[Opponent]
     fixed: list[Opponent]
+    league: list[Opponent] = attrs.Factory(list)
 
     @property
     def past(self) -> list[Opponent]:
-        """Window snapshots and fixed opponents (everything but the latest copy)."""
-        return self.window + self.fixed
+        """Window snapshots, league members and fixed opponents (all but the latest copy)."""
+        return self.window + self.league + self.fixed

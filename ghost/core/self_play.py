@@ -2,7 +2,9 @@
 
 It holds what ML-Agents' GhostTrainer keeps beside the wrapped trainer: the snapshot window, the
 learner's rating, the fixed opponents, the opponents each ghosted team fields, the learner's win
-rates, and the counters that decide when to snapshot, swap and hand learning to another team.
+rates, and the counters that decide when to snapshot, swap and hand learning to another team;
+with ``self_play.league`` also the exploiters' bookkeeping and the league members
+(``ghost.core.league``).
 Weights are opaque (whatever the trainer's policy hands out); the adapter around a concrete
 trainer (``ghost.running.ghost_trainer``) asks it what is due and acts on the answer.
 """
@@ -16,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ghost.core.league import Exploiter, LeagueState, draw_for_exploiter
 from ghost.core.opponents import LATEST, FixedOpponent, Opponent, Pool, opponent_slots
 from ghost.core.ratings import MatchRating
 from ghost.core.sampling import make_sampler
@@ -50,6 +53,11 @@ class SelfPlayState:
         self.sampler = make_sampler(settings)
         self.win_rates = WinRates(settings.sampling.win_rate_window)
         self.fixed_opponents = list(fixed_opponents or [])
+        self.league = LeagueState(
+            settings.league,
+            win_rate_window=settings.sampling.win_rate_window,
+            initial_elo=settings.initial_elo,
+        )
         #: the opponents each ghosted team of this behavior fields, by team id
         self.opponents: dict[int, list[Opponent]] = {}
         #: how often each pool member was drawn as an opponent
@@ -92,22 +100,31 @@ class SelfPlayState:
             self.team_start_step = trainer_step
 
     def pool(self, latest_weights: Any, trainer_step: int) -> Pool:
-        """The latest learner (frozen now), the window and the fixed opponents."""
+        """The latest learner (frozen now), the window, the league members and the fixed
+        opponents."""
         latest = Snapshot(snapshot_id=LATEST, step=trainer_step, rating=self.rating,
                           weights=latest_weights)  # fmt: skip
         return Pool(
             latest=Opponent(snapshot=latest),
             window=[Opponent(snapshot=snapshot) for snapshot in self.window],
             fixed=[Opponent(fixed=fixed) for fixed in self.fixed_opponents],
+            league=self.league.opponents(),
         )
 
-    def draw_opponents(self, team: int, pool: Pool) -> list[Opponent]:
-        """Draw ``opponents_per_swap`` opponents for ghosted team ``team`` from ``pool``."""
-        draws = [
-            self.sampler.draw(pool, self.win_rates, self.rng)
-            for _ in range(self.settings.opponents_per_swap)
-        ]
-        self.draw_counts.update(opponent.key for opponent in draws)
+    def draw_opponents(
+        self, team: int, pool: Pool, *, exploiter: Exploiter | None = None
+    ) -> list[Opponent]:
+        """Draw ``opponents_per_swap`` opponents for ghosted team ``team`` from ``pool``; while
+        ``exploiter`` has the learning turn, those it faces (``draw_for_exploiter``)."""
+        count = self.settings.opponents_per_swap
+        if exploiter is None:
+            draws = [self.sampler.draw(pool, self.win_rates, self.rng) for _ in range(count)]
+            self.draw_counts.update(opponent.key for opponent in draws)
+        else:
+            draws = draw_for_exploiter(
+                exploiter, pool, behavior_name=self.behavior_name, count=count,
+                exponent=self.settings.sampling.pfsp_exponent, rng=self.rng,
+            )  # fmt: skip
         self.opponents[team] = draws
         return draws
 
@@ -134,7 +151,8 @@ class SelfPlayState:
 
     # -- persistence -------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        """Everything but snapshot weights (each snapshot must have a ``path`` already)."""
+        """Everything but window snapshot weights (each snapshot must have a ``path`` already);
+        league members keep their weights here."""
         return {
             "rating": self.rating,
             "ghost_step": self.ghost_step,
@@ -153,6 +171,7 @@ class SelfPlayState:
             "win_rates": self.win_rates.state_dict(),
             "draw_counts": dict(self.draw_counts),
             "fixed_ratings": {f.name: f.rating for f in self.fixed_opponents},
+            "league": self.league.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any], read_weights: Callable[[Path], Any]) -> None:
@@ -175,6 +194,10 @@ class SelfPlayState:
             for m in state["window"]
         ]
         self.window.restore(snapshots, int(state["next_snapshot_id"]))
+        if "league" in state:
+            self.league.load_state_dict(state["league"])
+        else:  # a checkpoint from before the league: the schedule starts at the running turn
+            self.league.restart_schedule()
         self.opponents = {
             _team_key(key): [self._restore_opponent(entry) for entry in saved]
             for key, saved in state["opponents"].items()
@@ -191,11 +214,15 @@ class SelfPlayState:
             return {"fixed": opponent.fixed.name}
         snapshot = opponent.snapshot
         assert snapshot is not None
-        if self.window.by_id(snapshot.snapshot_id) is snapshot:
+        member = self.league.member(opponent.member) if opponent.member is not None else None
+        if member is not None and member.snapshot is snapshot:
+            return {"member": opponent.member}
+        if opponent.member is None and self.window.by_id(snapshot.snapshot_id) is snapshot:
             return {"snapshot_id": snapshot.snapshot_id}
-        # the latest copy, or a snapshot evicted while still in play: keep its weights (an
-        # evicted snapshot's file goes with the next checkpoint, so no path is kept)
-        return {"snapshot": {**snapshot.metadata(), "path": None}, "weights": snapshot.weights}
+        # the latest copy, or a snapshot or member evicted while still in play: keep its weights
+        # (an evicted snapshot's file goes with the next checkpoint, so no path is kept)
+        kept = {"snapshot": {**snapshot.metadata(), "path": None}, "weights": snapshot.weights}
+        return kept if opponent.member is None else {**kept, "member": opponent.member}
 
     def _restore_opponent(self, entry: dict[str, Any]) -> Opponent:
         if "fixed" in entry:
@@ -203,7 +230,12 @@ class SelfPlayState:
         if "weights" in entry:
             meta = entry["snapshot"]
             return Opponent(snapshot=Snapshot(snapshot_id=meta["snapshot_id"], step=meta["step"],
-                                     rating=meta["rating"], weights=entry["weights"]))  # fmt: skip
+                                     rating=meta["rating"], weights=entry["weights"]),
+                            member=entry.get("member"))  # fmt: skip
+        if "member" in entry:
+            member = self.league.member(entry["member"])
+            assert member is not None, "a league member in play is saved with the league"
+            return member.opponent()
         snapshot = self.window.by_id(entry["snapshot_id"])
         assert snapshot is not None, "a window opponent is saved with the window"
         return Opponent(snapshot=snapshot)

@@ -35,6 +35,7 @@ from ghost.core.snapshots import Snapshot
 from ghost.running.callbacks import SnapshotTaken, TeamChanged
 from ghost.running.fixed_opponents import build_fixed_opponents
 from ghost.running.ghost_trainer import GhostTrainer
+from ghost.running.league import exploiter_factory
 from ghost.running.lessons import LessonSchedule
 from ghost.running.scheduled_evaluation import ScheduledEvaluation
 from trainers.base import Trainer
@@ -105,6 +106,7 @@ class SelfPlaySession(TrainingLoop):
         ghost = GhostTrainer(
             trainer=trainer, controller=self.controller, state=state, layout=self.layout,
             on_snapshot=self._announce_snapshot,
+            make_trainer=exploiter_factory(trainer, self.layout.behavior_dir(name) / "league"),
         )  # fmt: skip
         self.ghosts[name] = ghost
         return ghost
