@@ -21,7 +21,7 @@ from ghost.core.settings import AveragePolicySettings
 from trainers.actor import ActionDistribution
 from trainers.base import StepBatch, Weights
 from trainers.magnet import kl_divergence
-from trainers.policy import TorchPolicy, mask_tensor, to_tensors
+from trainers.policy import TorchPolicy, to_tensors
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +52,9 @@ class ObservationSample:
         if len(rows) == 0:
             return
         obs = [np.asarray(o)[rows] for o in decision.obs]
-        mask = mask_tensor(decision.action_mask)
+        branches = decision.action_mask or []
+        # only the kept rows, one bool column per action of every branch (True = blocked)
+        mask = np.concatenate([m[rows] for m in branches], axis=1) if branches else None
         if self.obs is None:
             self.obs = [np.zeros((self.capacity, *o.shape[1:]), np.float32) for o in obs]
             if mask is not None:
@@ -61,7 +63,7 @@ class ObservationSample:
         for store, part in zip(self.obs, obs, strict=True):
             store[slots] = part
         if self.masks is not None and mask is not None:
-            self.masks[slots] = mask.numpy()[rows]
+            self.masks[slots] = mask
         self._next = int((self._next + len(rows)) % self.capacity)
         self.size = min(self.size + len(rows), self.capacity)
 
