@@ -42,6 +42,7 @@ setup(
             "pettingzoo>=1.24,<2",
             "pygame-ce>=2.1",
             "rlcard>=1.0",
+            "ray==2.60.0",
         ],
         "plots": ["matplotlib>=3.6"],
         "onnx": ["onnx>=1.14,<1.18"],
@@ -49,6 +50,8 @@ setup(
         "openspiel": ["open-spiel>=1.5"],
         # --env pettingzoo:<module>; its classic board games need pygame, its card games rlcard
         "pettingzoo": ["pettingzoo>=1.24,<2", "pygame-ce>=2.1", "rlcard>=1.0"],
+        # env_settings.backend: ray; 2.60 runs on protobuf 3.20.3, which mlagents-envs can load
+        "ray": ["ray==2.60.0"],
     },
     entry_points={
         "console_scripts": [

@@ -8,7 +8,7 @@ from __future__ import annotations
 import attrs
 from attrs import validators as v
 
-from envs.validators import positive
+from envs.validators import non_negative, open_unit_interval, positive
 
 
 @attrs.frozen(kw_only=True)
@@ -26,6 +26,19 @@ class EnvironmentSettings:
     restarts_rate_limit_period_s: int = attrs.field(default=60, validator=positive)
     #: seconds to wait for a Unity build to start before giving up (ignored by in-process games)
     timeout_wait: int = attrs.field(default=60, validator=positive)
+    #: where environment workers run: ``local`` (this machine's processes) or ``ray`` (actors)
+    backend: str = attrs.field(default="local", validator=v.in_(("local", "ray")))
+    #: the Ray cluster to join (``auto``, ``host:6379``, ``ray://host:10001``); implies ``ray``
+    ray_address: str | None = None
+    #: share of the environments a Ray step waits for; 1.0 = lock-step (reproducible)
+    ray_wait_fraction: float = attrs.field(default=1.0, validator=open_unit_interval)
+    #: CPUs each Ray actor reserves; None: Ray's default (placed on a CPU, none held)
+    ray_cpus_per_env: float | None = attrs.field(default=None, validator=non_negative)
+
+    @property
+    def uses_ray(self) -> bool:
+        """Environment workers are Ray actors (``backend: ray`` or a ``ray_address``)."""
+        return self.backend == "ray" or self.ray_address is not None
 
 
 @attrs.frozen(kw_only=True)

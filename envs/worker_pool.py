@@ -127,8 +127,11 @@ class WorkerPoolStepper(EnvStepper):
         """Close every live link of ``links`` and set each entry to None (no stepper needed, so
         ``weakref.finalize`` can run it)."""
 
-    def _gather(self, waiting: Collection[int]) -> tuple[dict[int, Answer], dict[int, str]]:
-        """Answers (and failure details) of workers in ``waiting``; by default of all of them."""
+    def _gather(
+        self, waiting: Collection[int], *, everyone: bool = True
+    ) -> tuple[dict[int, Answer], dict[int, str]]:
+        """Answers (and failure details) of workers in ``waiting``: of all of them by default;
+        with ``everyone`` False a subclass may answer for some and keep the rest waiting."""
         answers: dict[int, Answer] = {}
         failures: dict[int, str] = {}
         for worker_id in sorted(waiting):
@@ -181,7 +184,7 @@ class WorkerPoolStepper(EnvStepper):
             w for w in range(self._num_envs) if w not in answers and w not in self._outstanding
         )
         failures = self._send({w: (STEP, split[w]) for w in idle})
-        stepped, more_failures = self._gather(set(self._outstanding))
+        stepped, more_failures = self._gather(set(self._outstanding), everyone=False)
         self._outstanding.difference_update(stepped)
         self._outstanding.difference_update(more_failures)
         answers.update(stepped)

@@ -104,7 +104,7 @@ def _global_groups(group_id: np.ndarray, offset: int) -> np.ndarray:
     return np.where(groups != 0, groups + offset, 0)
 
 
-class _EnvRunner:
+class EnvRunner:
     """Keeps the behavior-name table of one environment and carries out the parent's commands."""
 
     def __init__(self, env: BaseEnv, worker_id: int, id_block: int) -> None:
@@ -138,11 +138,31 @@ class _EnvRunner:
         self.env.step()
         return self._collect()
 
+    def serve(self, command: str, payload: Any) -> Answer | None:
+        """Carry out one command other than CLOSE: the answer of RESET/STEP, None otherwise."""
+        if command == RESET:
+            return self.reset()
+        if command == STEP:
+            return self.step(payload)
+        if command == PARAMETERS:
+            apply_parameters(self.env, payload)
+            return None
+        raise ValueError(f"unknown worker command {command!r}")
+
     def _collect(self) -> Answer:
         specs = self.new_specs()
         steps = collect_steps(self.env, self.names, self.worker_id)
         stats = self.stats_source() if self.stats_source is not None else None
         return specs, {bid: globalize(s, self.id_block) for bid, s in steps.items()}, stats or None
+
+
+def failure_details(error: Exception) -> str:
+    """What the trainer is told of a worker's exception (call it inside ``except``).
+
+    A ``GhostError``'s message already says what failed and what to do; anything else needs its
+    traceback.
+    """
+    return str(error) if isinstance(error, GhostError) else traceback.format_exc()
 
 
 def run_worker(
@@ -159,29 +179,22 @@ def run_worker(
     env: BaseEnv | None = None
     try:
         env = factory(worker_id=worker_id, seed=seed)
-        runner = _EnvRunner(env, worker_id, id_block)
+        runner = EnvRunner(env, worker_id, id_block)
         send(conn, (READY, runner.new_specs() or {}))
         while True:
             try:
                 command, payload = receive(conn)
             except EOFError:
                 return  # the parent is gone
-            if command == RESET:
-                send(conn, (OK, runner.reset()))
-            elif command == STEP:
-                send(conn, (OK, runner.step(payload)))
-            elif command == PARAMETERS:
-                apply_parameters(env, payload)
-            elif command == CLOSE:
+            if command == CLOSE:
                 return
-            else:
-                raise ValueError(f"unknown worker command {command!r}")
+            answer = runner.serve(command, payload)
+            if answer is not None:
+                send(conn, (OK, answer))
     except Exception as error:
-        # A GhostError's message already says what failed and what to do; anything else needs
-        # its traceback. Without a parent to read it, it has nowhere to go: the exit speaks.
-        details = str(error) if isinstance(error, GhostError) else traceback.format_exc()
+        # Without a parent to read it, the details have nowhere to go: the exit speaks.
         with contextlib.suppress(OSError):
-            send(conn, (ERROR, details))
+            send(conn, (ERROR, failure_details(error)))
     finally:
         if env is not None:
             try:

@@ -1,5 +1,5 @@
-"""Without the OpenSpiel and PettingZoo extras everything else still imports, and asking for
-their games says which extra to install."""
+"""Without the OpenSpiel, PettingZoo and Ray extras everything else still imports, and asking for
+their games (or the Ray backend) says which extra to install."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import textwrap
 SCRIPT = textwrap.dedent(
     """
     import sys
-    for blocked in ("pyspiel", "open_spiel", "pettingzoo", "rlcard"):
+    for blocked in ("pyspiel", "open_spiel", "pettingzoo", "rlcard", "ray"):
         sys.modules[blocked] = None  # as if not installed
     import envs.openspiel, envs.pettingzoo, envs.sources
     import ghost.evaluation.cli, ghost.evaluation.exploiter, ghost.evaluation.seated_runs
@@ -21,6 +21,12 @@ SCRIPT = textwrap.dedent(
             resolve_env(spec)
         except Exception as error:
             print(type(error).__name__, error)
+    from envs.settings import EnvironmentSettings
+    from ghost.running.api import make_stepper
+    try:
+        make_stepper(EnvironmentSettings(backend="ray"), resolve_env("tennis"), seed=0)
+    except Exception as error:
+        print(type(error).__name__, error)
     """
 )
 
@@ -31,6 +37,7 @@ def test_the_rest_works_without_the_game_library_extras():
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert len(lines) == 2
+    assert len(lines) == 3
     assert lines[0].startswith("EnvironmentSourceError") and "ghost-trainer[openspiel]" in lines[0]
     assert lines[1].startswith("EnvironmentSourceError") and "ghost-trainer[pettingzoo]" in lines[1]
+    assert lines[2].startswith("EnvironmentSourceError") and "ghost-trainer[ray]" in lines[2]

@@ -6,6 +6,8 @@ options with ``functools.partial``.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from mlagents_envs.base_env import (
     ActionSpec,
@@ -50,6 +52,7 @@ class EchoEnv(BaseEnv):
     ``crash_at_step``: raise ``InjectedCrash`` from ``step()`` number ``crash_at_step`` (counted
     from 1 after each reset), only when ``seed == crash_seed`` (``crash_seed=None``: always).
     ``crash_in_reset``: raise from ``reset()`` instead, under the same seed rule.
+    ``slow_worker``: the worker whose every ``step()`` first sleeps ``slow_step_s`` seconds.
     """
 
     def __init__(
@@ -65,6 +68,8 @@ class EchoEnv(BaseEnv):
         crash_at_step: int | None = None,
         crash_in_reset: bool = False,
         crash_seed: int | None = None,
+        slow_worker: int | None = None,
+        slow_step_s: float = 0.0,
     ) -> None:
         self.worker_id = worker_id
         self.seed = seed
@@ -74,6 +79,7 @@ class EchoEnv(BaseEnv):
         self.crash_at_step = crash_at_step
         self.crash_in_reset = crash_in_reset
         self.crash_seed = crash_seed
+        self.step_delay_s = slow_step_s if slow_worker == worker_id else 0.0
         self.rng = np.random.default_rng(seed)
         self.names = ["Echo?team=0", "Echo?team=1"]
         if solo_worker == worker_id:
@@ -108,6 +114,8 @@ class EchoEnv(BaseEnv):
         self.deciders = {name: self._ids(name) for name in self.names}
 
     def step(self) -> None:
+        if self.step_delay_s:
+            time.sleep(self.step_delay_s)
         self.step_count += 1
         if self.crash_at_step == self.step_count and self._crash_armed():
             raise InjectedCrash(f"injected step crash in worker {self.worker_id}")

@@ -66,20 +66,31 @@ class TrainingResult:
 
 
 def make_stepper(settings: EnvironmentSettings, factory: EnvFactory, seed: int) -> EnvStepper:
-    """One environment in-process, or ``num_envs`` worker processes (always worker processes
-    for a factory with ``runs_in_worker``, e.g. a Unity build: a worker restarts a crash)."""
+    """``num_envs`` Ray actors with the ``ray`` backend; otherwise one environment in-process, or
+    ``num_envs`` worker processes (always worker processes for a factory with
+    ``runs_in_worker``, e.g. a Unity build: a worker restarts a crash)."""
+    pool_options = {
+        "factory": factory,
+        "num_envs": settings.num_envs,
+        "seed": seed,
+        "max_lifetime_restarts": settings.max_lifetime_restarts,
+        "restarts_rate_limit_n": settings.restarts_rate_limit_n,
+        "restarts_rate_limit_period_s": settings.restarts_rate_limit_period_s,
+    }
+    if settings.uses_ray:
+        from envs.ray_workers import RayStepper  # the optional extra: only when asked for
+
+        return RayStepper(
+            address=settings.ray_address,
+            wait_fraction=settings.ray_wait_fraction,
+            cpus_per_env=settings.ray_cpus_per_env,
+            **pool_options,
+        )
     if settings.num_envs == 1 and not getattr(factory, "runs_in_worker", False):
         return InProcessStepper.open(factory, seed=seed)
     from envs.workers import SubprocessStepper  # starts processes: only when asked for
 
-    return SubprocessStepper(
-        factory=factory,
-        num_envs=settings.num_envs,
-        seed=seed,
-        max_lifetime_restarts=settings.max_lifetime_restarts,
-        restarts_rate_limit_n=settings.restarts_rate_limit_n,
-        restarts_rate_limit_period_s=settings.restarts_rate_limit_period_s,
-    )
+    return SubprocessStepper(**pool_options)
 
 
 def initial_policy_files(options: RunOptions, run_dir: RunDirectory) -> dict[str, Path]:

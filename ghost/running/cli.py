@@ -99,6 +99,16 @@ def _add_flags(parser: argparse.ArgumentParser) -> None:
          "restarts allowed per period, -1: no rate limit (default: 1)", metavar="N")
     flag(env, "--restarts-rate-limit-period-s", "env_settings.restarts_rate_limit_period_s",
          "the period of --restarts-rate-limit-n in seconds (default: 60)", metavar="S")
+    flag(env, "--env-backend", "env_settings.backend",
+         "where environment workers run: local processes, or actors on a Ray cluster "
+         "(default: local)", choices=["local", "ray"])
+    flag(env, "--ray-address", "env_settings.ray_address",
+         "run the environments as actors on this Ray cluster: auto (the cluster `ray start` "
+         "began on this machine), HOST:6379 or ray://HOST:10001; implies --env-backend ray",
+         metavar="ADDRESS")
+    flag(env, "--ray-wait-fraction", "env_settings.ray_wait_fraction",
+         "share of the Ray actors a step waits for; below 1 a slow actor joins a later step "
+         "(faster, not reproducible) (default: 1.0)", metavar="F")
     flag(env, "--env-args", "env_settings.env_args",
          "everything after this flag goes to the Unity build's command line (put it last)",
          nargs=argparse.REMAINDER, metavar="ARG")

@@ -1,0 +1,209 @@
+"""``env_settings.backend: ray``: environment workers as Ray actors on a local 2-CPU Ray cluster.
+
+Skipped, with the reason, where the ``ray`` extra is not installed. The same stepper contract as
+the worker processes (``tests/test_workers.py``): merged steps, id blocks, restarts; then whole
+runs: a seeded run learns what the subprocess backend learns, and the stand-in Unity build runs
+inside actors.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from envs.settings import EnvironmentSettings
+from ghost.exceptions import EnvironmentWorkerError
+from ghost.running import cli
+from tests.test_unity_build import PONG, SMALL_PPO, free_ports, player_log
+from tests.test_workers import Reference, assert_merged, identity_actions, worker_of
+from tests.worker_envs import ECHO_WORKER, STEP, WORKER, make_echo_env
+
+ray = pytest.importorskip(
+    "ray", reason="the ray extra is not installed (pip install 'ghost-trainer[ray]')"
+)
+
+from envs.ray_workers import RayStepper  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = 11
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    """One local Ray cluster (2 CPUs) for the module; actors import ``tests`` from the root."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        logging_level=logging.WARNING,
+        runtime_env={"env_vars": {"PYTHONPATH": path}},
+    )
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture
+def make_stepper():
+    steppers: list[RayStepper] = []
+
+    def make(*, num_envs=2, restarts_rate_limit_n=-1, stepper_options=None, **env_options):
+        stepper = RayStepper(
+            factory=functools.partial(make_echo_env, **env_options),
+            num_envs=num_envs,
+            seed=SEED,
+            restarts_rate_limit_n=restarts_rate_limit_n,
+            **(stepper_options or {}),
+        )
+        steppers.append(stepper)
+        return stepper
+
+    yield make
+    for stepper in steppers:
+        stepper.close()
+
+
+def test_lock_step_results_equal_the_in_process_environments(make_stepper):
+    options = {"solo_worker": 1, "unmasked_worker": 2}
+    stepper = make_stepper(num_envs=3, **options)
+    reference = Reference(3, **options)
+    result, expected = stepper.reset(), reference.reset()
+    for _ in range(6):
+        assert_merged(result, expected)
+        result, expected = stepper.step(identity_actions(result)), reference.step()
+    assert_merged(result, expected)
+
+
+def test_a_killed_actor_is_replaced_and_its_agents_come_back_as_new_agents(make_stepper, caplog):
+    stepper = make_stepper(num_envs=2)
+    result = stepper.reset()
+    result = stepper.step(identity_actions(result))
+    ray.kill(stepper.actors[0])
+    with caplog.at_level(logging.ERROR):
+        result = stepper.step(identity_actions(result))
+    assert "Environment actor 0 failed during step" in caplog.text
+    assert stepper.restart_counts == [1, 0]
+    ids = np.concatenate([s.decision.agent_id for s in result.values()])
+    assert set(worker_of(ids)) == {1}, "the dead actor's agents cannot be in this step"
+    result = stepper.step(identity_actions(result))
+    ids = np.concatenate([s.decision.agent_id for s in result.values()])
+    # the replacement is back, in a new id block (block 2 = worker 0 after one restart)
+    assert set(ids // (1 << 32)) == {1, 2}
+
+
+def test_an_actor_out_of_restarts_stops_the_run_with_the_reason(make_stepper):
+    stepper = make_stepper(num_envs=2, stepper_options={"max_lifetime_restarts": 0})
+    result = stepper.reset()
+    ray.kill(stepper.actors[1])
+    with pytest.raises(EnvironmentWorkerError, match="max_lifetime_restarts is 0"):
+        stepper.step(identity_actions(result))
+
+
+def test_an_environment_that_raises_in_an_actor_is_restarted_with_its_traceback(
+    make_stepper, caplog
+):
+    stepper = make_stepper(num_envs=2, crash_at_step=2, crash_seed=SEED + 1)
+    result = stepper.reset()
+    with caplog.at_level(logging.ERROR):
+        for _ in range(3):
+            result = stepper.step(identity_actions(result))
+    assert "InjectedCrash: injected step crash in worker 1" in caplog.text
+    assert stepper.restart_counts == [0, 1]
+
+
+def test_waiting_for_half_lets_the_fast_actor_run_ahead_and_keeps_each_actor_in_order(
+    make_stepper,
+):
+    stepper = make_stepper(
+        num_envs=2,
+        slow_worker=1,
+        slow_step_s=0.05,
+        episode_length=100_000,
+        stepper_options={"wait_fraction": 0.5},
+    )
+    result = stepper.reset()
+    last_step = {0: 0, 1: 0}
+    for _ in range(2000):
+        result = stepper.step(identity_actions(result))
+        obs = np.concatenate([s.decision.obs[0] for s in result.values()])
+        for worker in np.unique(obs[:, WORKER]).astype(int):
+            steps = obs[obs[:, WORKER] == worker, STEP]
+            # one answer per environment step: never skipped, never delivered twice
+            assert set(steps) == {last_step[worker] + 1}
+            last_step[worker] += 1
+            # the actions each agent saw were the ones computed for it
+            echoed = obs[(obs[:, WORKER] == worker) & (obs[:, STEP] > 1), ECHO_WORKER]
+            assert set(echoed) <= {worker}
+        if last_step[1] == 3:
+            break
+    assert last_step[1] == 3, "the slow actor's answers must still arrive"
+    assert last_step[0] > 2 * last_step[1], last_step
+
+
+def test_a_seeded_run_learns_the_same_weights_as_the_subprocess_backend(tmp_path):
+    config = {
+        "behaviors": {
+            "Tennis": {**SMALL_PPO, "max_steps": 1500,
+                       "self_play": {"save_steps": 300, "swap_steps": 200, "team_change": 900}},
+        },
+        "env_settings": {"env_path": "tennis", "num_envs": 2, "seed": 5},
+    }  # fmt: skip
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    policies = {}
+    for backend in ("local", "ray"):
+        code = cli.main([str(path), "--results-dir", str(tmp_path), "--run-id", backend,
+                         "--env-backend", backend])  # fmt: skip
+        assert code == 0
+        policies[backend] = torch.load(tmp_path / backend / "Tennis.pt", weights_only=False)
+    local, remote = _tensors(policies["local"]), _tensors(policies["ray"])
+    assert local and local.keys() == remote.keys()
+    for name, tensor in local.items():
+        assert torch.equal(tensor, remote[name]), name
+
+
+def _tensors(tree, prefix=""):
+    found = {}
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            found.update(_tensors(value, f"{prefix}/{key}"))
+    elif torch.is_tensor(tree):
+        found[prefix] = tree
+    return found
+
+
+def test_the_stand_in_unity_build_trains_inside_ray_actors(tmp_path):
+    base_port = free_ports(2)
+    config = {
+        "behaviors": {
+            "Pong": {**SMALL_PPO, "max_steps": 400,
+                     "self_play": {"save_steps": 100, "swap_steps": 50, "team_change": 200}},
+        },
+        "env_settings": {"timeout_wait": 30, "backend": "ray"},
+    }  # fmt: skip
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    code = cli.main([str(path), "--results-dir", str(tmp_path), "--run-id", "run", "--env", PONG,
+                     "--num-envs", "2", "--base-port", str(base_port), "--no-graphics"])  # fmt: skip
+    assert code == 0
+    run = tmp_path / "run"
+    assert (run / "Pong.pt").is_file()
+    for worker in (0, 1):
+        log = player_log(run, worker)
+        (start,) = [entry for entry in log if entry["event"] == "start"]
+        assert start["port"] == base_port + worker
+        assert any(entry["event"] == "quit" for entry in log), "the build was not closed"
+
+
+def test_a_ray_address_selects_the_ray_backend():
+    assert EnvironmentSettings(ray_address="auto").uses_ray
+    assert EnvironmentSettings(backend="ray").uses_ray
+    assert not EnvironmentSettings().uses_ray
