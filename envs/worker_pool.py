@@ -180,9 +180,7 @@ class WorkerPoolStepper(EnvStepper):
         self._in_flight = True
         answers = dict(self._pending)
         self._pending.clear()
-        idle = (
-            w for w in range(self._num_envs) if w not in answers and w not in self._outstanding
-        )
+        idle = (w for w in range(self._num_envs) if w not in answers and w not in self._outstanding)
         failures = self._send({w: (STEP, split[w]) for w in idle})
         stepped, more_failures = self._gather(set(self._outstanding), everyone=False)
         self._outstanding.difference_update(stepped)
@@ -460,7 +458,6 @@ def _concatenate_masks(
         for m, d in zip(masks, decisions, strict=True)
     ]
     return [np.concatenate(branch) for branch in zip(*filled, strict=True)]
-
 
 
 def check_pool_arguments(
