@@ -21,7 +21,7 @@ import yaml
 from envs.settings import EnvironmentSettings
 from ghost.exceptions import EnvironmentWorkerError
 from ghost.running import cli
-from tests.test_unity_build import PONG, SMALL_PPO, free_ports, player_log
+from tests.test_unity_build import PONG, SMALL_PPO, free_ports, player_log, scalars
 from tests.test_workers import Reference, assert_merged, identity_actions, worker_of
 from tests.worker_envs import ECHO_WORKER, STEP, WORKER, make_echo_env
 
@@ -148,26 +148,87 @@ def test_waiting_for_half_lets_the_fast_actor_run_ahead_and_keeps_each_actor_in_
     assert last_step[0] > 2 * last_step[1], last_step
 
 
-def test_a_seeded_run_learns_the_same_weights_as_the_subprocess_backend(tmp_path):
+@pytest.fixture(scope="module")
+def tennis_runs(tmp_path_factory, local_ray):
+    """The same seeded tennis run on both backends, the Ray one with scheduled evaluation games
+    (played as Ray tasks): ``{backend: (run folder, evaluation log lines)}``."""
+    root = tmp_path_factory.mktemp("tennis")
     config = {
         "behaviors": {
             "Tennis": {**SMALL_PPO, "max_steps": 1500,
-                       "self_play": {"save_steps": 300, "swap_steps": 200, "team_change": 900}},
+                       "self_play": {"save_steps": 300, "swap_steps": 200, "team_change": 900,
+                                     "fixed_opponents": [{"name": "random", "scripted": "random"}]}},
         },
         "env_settings": {"env_path": "tennis", "num_envs": 2, "seed": 5},
     }  # fmt: skip
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(config))
-    policies = {}
+    runs = {}
     for backend in ("local", "ray"):
-        code = cli.main([str(path), "--results-dir", str(tmp_path), "--run-id", backend,
-                         "--env-backend", backend])  # fmt: skip
+        if backend == "ray":
+            config["behaviors"]["Tennis"]["self_play"]["evaluation"] = {"every_steps": 500,
+                                                                        "games": 10}  # fmt: skip
+        path = root / f"{backend}.yaml"
+        path.write_text(yaml.safe_dump(config))
+        lines = _LogLines("ghost.running.scheduled_evaluation")
+        with lines:
+            code = cli.main([str(path), "--results-dir", str(root), "--run-id", backend,
+                             "--env-backend", backend])  # fmt: skip
         assert code == 0
-        policies[backend] = torch.load(tmp_path / backend / "Tennis.pt", weights_only=False)
+        runs[backend] = (root / backend, lines.messages)
+    return runs
+
+
+class _LogLines(logging.Handler):
+    """Collects the messages of one logger while in a ``with`` block."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(logging.INFO)
+        self.logger = logging.getLogger(name)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+    def __enter__(self) -> _LogLines:
+        self.logger.addHandler(self)
+        self.level_before = self.logger.level
+        self.logger.setLevel(logging.INFO)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.logger.removeHandler(self)
+        self.logger.setLevel(self.level_before)
+
+
+def test_a_seeded_run_learns_the_same_weights_as_the_subprocess_backend(tennis_runs):
+    # the Ray run also played evaluation games as tasks: they do not touch the learner either
+    policies = {
+        backend: torch.load(run / "Tennis.pt", weights_only=False)
+        for backend, (run, _) in tennis_runs.items()
+    }
     local, remote = _tensors(policies["local"]), _tensors(policies["ray"])
     assert local and local.keys() == remote.keys()
     for name, tensor in local.items():
         assert torch.equal(tensor, remote[name]), name
+
+
+def test_scheduled_evaluation_games_played_as_ray_tasks_are_reported(tennis_runs):
+    run, lines = tennis_runs["ray"]
+    steps = [int(line.split("Step: ")[1].split(".")[0]) for line in lines]
+    assert steps == [512, 1024, 1536], lines
+    assert all("Evaluation against random: win rate" in line for line in lines)
+    assert len(scalars(run, "Tennis", "Evaluation/random Win Rate")) == 3
+
+
+def test_league_pairs_played_as_ray_tasks_give_the_same_table(tennis_runs):
+    from ghost.evaluation.game_runner import RayGames
+    from ghost.evaluation.league import play_league
+
+    run = tennis_runs["local"][0]
+    inline = play_league(run, games_per_pair=6, include_levels=["weak"], seed=2)
+    remote = play_league(run, games_per_pair=6, include_levels=["weak"], seed=2,
+                         games=RayGames())  # fmt: skip
+    assert len(inline.results) >= 3
+    assert [r.to_dict() for r in remote.results] == [r.to_dict() for r in inline.results]
 
 
 def _tensors(tree, prefix=""):

@@ -78,6 +78,15 @@ class StatsReporter:
         self._aggregation[key] = aggregation
         self.add(key, value)
 
+    def write_scalar(self, key: str, value: float, step: int) -> None:
+        """Write one value at ``step`` at once, outside the summaries: for a result that
+        arrives after the summary of its step was written (a game played elsewhere)."""
+        self.latest[key] = float(value)
+        writer = self._tensorboard()
+        if writer is not None:
+            writer.add_scalar(key, float(value), step)
+            writer.flush()
+
     def set_gauge(self, key: str, value: float) -> None:
         """``key`` reads ``value`` in every summary from now on (until set again)."""
         self._gauges[key] = float(value)

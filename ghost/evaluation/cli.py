@@ -129,6 +129,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="--league: scripted levels to add as players, comma-separated (e.g. medium,strong)",
     )
     parser.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="--league: play the pairs as Ray tasks, all at once, on this Ray cluster (auto, "
+        "HOST:6379, ray://HOST:10001, or local for a Ray on this machine); needs the ray extra",
+    )
+    parser.add_argument(
         "--exploitability",
         action="store_true",
         help="exact exploitability (NashConv / 2) of the final policy and every snapshot "
@@ -266,8 +272,8 @@ def run(args: argparse.Namespace) -> int:
 
         if run_env_path(run_root) is not None:
             return _seated_against(args, run_root, output, text)
-    if args.include_levels or args.games_per_pair is not None:
-        raise ConfigError("--games-per-pair and --include-levels need --league")
+    if args.include_levels or args.games_per_pair is not None or args.ray_address:
+        raise ConfigError("--games-per-pair, --include-levels and --ray-address need --league")
     if args.against is None:
         if args.record or args.each_snapshot:
             raise ConfigError("--record and --each-snapshot need --against OPPONENT")
@@ -379,10 +385,19 @@ def _league(
         num_arenas=args.num_arenas,
         deterministic=args.deterministic,
         progress=progress,
+        games=_league_games(args.ray_address),
     )
     output["league"] = table.to_dict()
     text.append(format_league(table))
     return _emit(args, output, text)
+
+
+def _league_games(ray_address: str | None) -> Any:
+    if ray_address is None:
+        return None
+    from ghost.evaluation.game_runner import RayGames
+
+    return RayGames(ray_address)
 
 
 def _robustness(

@@ -35,6 +35,7 @@ import attrs
 import numpy as np
 
 from ghost.evaluation import matches, report
+from ghost.evaluation.game_runner import GameRunner, InlineGames
 from ghost.evaluation.head_to_head import evaluate
 from ghost.evaluation.league_players import (
     LeaguePlayer,
@@ -275,6 +276,7 @@ def play_league(
     deterministic: bool = False,
     prior_draws: float = 1.0,
     progress: Callable[[int, int, PairResult], None] | None = None,
+    games: GameRunner | None = None,
 ) -> LeagueTable:
     """Play a round robin between a run's players and rate them (see the module docstring).
 
@@ -289,6 +291,9 @@ def play_league(
         noise).
     :param prior_draws: virtual draws per pair in the Elo fit (see ``ghost.league_ratings.fit_bradley_terry``).
     :param progress: called after each pair with ``(pairs done, pairs in all, its result)``.
+    :param games: where the pairs' games are played (``RayGames``: as Ray tasks, all pairs at
+        once); default one pair after the other in this process. Seeds are per pair, so the
+        results are the same either way.
     :raises ConfigError: no game, fewer than two players (one per side in an asymmetric game),
         ``games_per_pair`` < 1, or an unknown level.
     :raises RunDirectoryError: ``run_dir`` is not a folder.
@@ -313,11 +318,21 @@ def play_league(
             "--include-levels (e.g. medium,strong)"
         )
     logger.info("%s league of %s: %d players, %d pairs", game, run_dir, len(players), len(pairs))
-    results = []
+    runner = games if games is not None else InlineGames()
+    by_pair: dict[Any, PairResult] = {}
+
+    def collect(wait: bool) -> None:
+        for index, result in runner.finished(wait=wait):
+            by_pair[index] = result
+            if progress is not None:
+                progress(len(by_pair), len(pairs), result)
+
     for index, (a, b) in enumerate(pairs):
-        result = play_pair(
-            a,
-            b,
+        runner.submit(
+            index,
+            play_pair,
+            a=a,
+            b=b,
             game=game,
             games=games_per_pair,
             symmetric=symmetric,
@@ -326,9 +341,9 @@ def play_league(
             num_arenas=num_arenas,
             deterministic=deterministic,
         )
-        results.append(result)
-        if progress is not None:
-            progress(index + 1, len(pairs), result)
+        collect(wait=False)
+    collect(wait=True)
+    results = [by_pair[index] for index in range(len(pairs))]
     return build_table(
         players,
         results,

@@ -3,15 +3,21 @@
 Every ``every_steps`` trainer steps the learner plays ``games`` matches against each listed fixed
 opponent in a separate instance of the built-in game (no experience is kept, no rating moves).
 The win rates go to TensorBoard as ``Evaluation/<opponent> Win Rate`` and to the log.
+
+The games are played by a ``GameRunner``: at once in this process, or (with the Ray backend) as
+Ray tasks while training goes on; their results are reported when they come back, under the step
+at which they were scheduled, and ``finish`` waits for those still being played.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from envs.behavior_id import BehaviorId
 from ghost.core.settings import EvaluationSettings
-from ghost.evaluation.head_to_head import evaluate
+from ghost.evaluation.game_runner import GameRunner, InlineGames
+from ghost.evaluation.head_to_head import EvaluationResult, evaluate
 from ghost.exceptions import ConfigError
 from ghost.running.ghost_trainer import GhostTrainer
 
@@ -29,6 +35,7 @@ class ScheduledEvaluation:
         game: str | None,
         behavior_id: BehaviorId,
         seed: int,
+        games: GameRunner | None = None,
     ) -> None:
         if game is None:
             raise ConfigError(
@@ -43,6 +50,7 @@ class ScheduledEvaluation:
         wanted = settings.opponents
         self.opponents = [f for f in trainer.fixed_opponents if wanted is None or f.name in wanted]
         self.next_step = self.after(trainer.step)
+        self.games = games if games is not None else InlineGames()
 
     def after(self, step: int) -> int:
         """The first due step after ``step``."""
@@ -50,13 +58,17 @@ class ScheduledEvaluation:
         return (step // every + 1) * every
 
     def maybe_run(self) -> None:
+        """Report the evaluations that have come back; schedule the next ones when due."""
+        self._report(self.games.finished())
         if self.trainer.step < self.next_step:
             return
         step = self.trainer.step
         self.next_step = self.after(step)
         assert self.trainer.learner is not None
         for opponent in self.opponents:
-            result = evaluate(
+            self.games.submit(
+                (step, opponent.name),
+                evaluate,
                 game=self.game,
                 policy=self.trainer.learner,
                 opponent=opponent.policy,
@@ -64,10 +76,25 @@ class ScheduledEvaluation:
                 seed=self.seed + step,
                 side=self.side,
             )
+        self._report(self.games.finished())
+
+    def finish(self) -> None:
+        """Wait for the evaluations still being played and report them (no summary is left to
+        carry them, so they are written at their own steps)."""
+        self._report(self.games.finished(wait=True), at_their_steps=True)
+
+    def _report(
+        self, finished: list[tuple[Any, EvaluationResult]], *, at_their_steps: bool = False
+    ) -> None:
+        for (step, opponent), result in finished:
             rate = result.win_rate if result.win_rate is not None else 0.0
-            self.trainer.stats.add(f"Evaluation/{opponent.name} Win Rate", rate)
+            key = f"Evaluation/{opponent} Win Rate"
+            if at_their_steps:
+                self.trainer.stats.write_scalar(key, rate, step)
+            else:
+                self.trainer.stats.add(key, rate)
             logger.info(
                 "%s. Step: %d. Evaluation against %s: win rate %.3f [%.3f, %.3f] over %d games",
-                self.trainer.behavior_name, step, opponent.name, rate, *result.win_ci,
+                self.trainer.behavior_name, step, opponent, rate, *result.win_ci,
                 result.episodes,
             )  # fmt: skip

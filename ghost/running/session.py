@@ -32,6 +32,7 @@ from ghost.config.settings import BehaviorSettings, RunOptions
 from ghost.core.controller import GhostController
 from ghost.core.self_play import SelfPlayState
 from ghost.core.snapshots import Snapshot
+from ghost.evaluation.game_runner import GameRunner, RayGames
 from ghost.running.callbacks import SnapshotTaken, TeamChanged
 from ghost.running.fixed_opponents import build_fixed_opponents
 from ghost.running.ghost_trainer import GhostTrainer
@@ -81,6 +82,7 @@ class SelfPlaySession(TrainingLoop):
         self.lessons = LessonSchedule(options.environment_parameters, seed=seed)
         self.env_source = env_source
         self.exploitability: Any = None  # an ExploitabilityMonitor in OpenSpiel games
+        self._ray_games: RayGames | None = None
 
     @property
     def builtin_game(self) -> str | None:
@@ -150,8 +152,17 @@ class SelfPlaySession(TrainingLoop):
         if behavior_id.name not in self.evaluations:
             self.evaluations[behavior_id.name] = ScheduledEvaluation(
                 trainer=ghost, settings=settings, game=self.builtin_game,
-                behavior_id=behavior_id, seed=self.seed,
+                behavior_id=behavior_id, seed=self.seed, games=self._evaluation_games(),
             )  # fmt: skip
+
+    def _evaluation_games(self) -> GameRunner | None:
+        """Ray tasks with the Ray backend (rating games never slow the learner), else inline."""
+        env_settings = self.options.env_settings
+        if not env_settings.uses_ray:
+            return None
+        if self._ray_games is None:
+            self._ray_games = RayGames(env_settings.ray_address)
+        return self._ray_games
 
     def between_steps(self, steps: StepResult) -> StepResult:
         change = self.controller.take_team_change()
@@ -176,6 +187,11 @@ class SelfPlaySession(TrainingLoop):
         return steps
 
     def finish(self) -> None:
+        for evaluation in self.evaluations.values():
+            try:
+                evaluation.finish()
+            except Exception:  # nor may an evaluation game
+                logger.exception("Scheduled evaluation games still being played failed")
         if self.exploitability is not None:
             try:
                 self.exploitability.finish()
