@@ -140,12 +140,18 @@ class RayWorkerLink:
         import ray
 
         try:
-            kind, payload = ray.get(self.reply)
+            reply = ray.get(self.reply)
         except ray.exceptions.RayError as error:
             raise WorkerFailure(
                 f"Ray actor of worker {self.worker_id} (seed {self.seed}) is gone: "
                 f"{type(error).__name__}: {error}"
             ) from None
+        return self.payload(reply)
+
+    @staticmethod
+    def payload(reply: tuple[str, Any]) -> Any:
+        """The answer in ``reply``; raises ``WorkerFailure`` for an ERROR reply."""
+        kind, payload = reply
         if kind == ERROR:
             raise WorkerFailure(payload)
         return payload
@@ -199,14 +205,29 @@ class RayStepper(WorkerPoolStepper):
         self, waiting: Collection[int], *, everyone: bool = True
     ) -> tuple[dict[int, Answer], dict[int, str]]:
         if everyone or len(waiting) <= self._quorum:
-            return super()._gather(waiting)
+            return self._receive(sorted(waiting))
         links = {self._worker(w).reply: w for w in waiting}
         ready, rest = self._ray.wait(list(links), num_returns=self._quorum)
         # Whatever else has answered by now comes along for free.
         if rest:
             more, _ = self._ray.wait(rest, num_returns=len(rest), timeout=0)
             ready += more
-        return super()._gather([links[reference] for reference in ready])
+        return self._receive(sorted(links[reference] for reference in ready))
+
+    def _receive(self, workers: list[int]) -> tuple[dict[int, Answer], dict[int, str]]:
+        # One ray.get for all: each separate call costs a round trip to the object store.
+        try:
+            replies = self._ray.get([self._worker(w).reply for w in workers])
+        except self._ray.exceptions.RayError:
+            return super()._gather(workers)  # one by one, to tell which actor failed
+        answers: dict[int, Answer] = {}
+        failures: dict[int, str] = {}
+        for worker_id, reply in zip(workers, replies, strict=True):
+            try:
+                answers[worker_id] = RayWorkerLink.payload(reply)
+            except WorkerFailure as failure:
+                failures[worker_id] = failure.details
+        return answers, failures
 
     @staticmethod
     def _stop_links(links: list[Any]) -> None:
