@@ -1,8 +1,8 @@
 """The one interface through which training steps environments.
 
 ``EnvStepper`` hides where environments run: ``InProcessStepper`` calls one ``BaseEnv`` directly;
-``envs.workers.SubprocessStepper`` runs several in worker processes (a Ray-backed stepper would be
-a third implementation). Whatever the backend, a step returns, per behavior id, the decision and
+``envs.workers.SubprocessStepper`` runs several in worker processes and
+``envs.ray_workers.RayStepper`` in Ray actors (both on ``envs.worker_pool.WorkerPoolStepper``). Whatever the backend, a step returns, per behavior id, the decision and
 terminal steps of *all* environments merged into one batch, with agent ids made unique across
 environments, and an **arena key** per agent.
 

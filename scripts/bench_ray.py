@@ -4,7 +4,7 @@ The environment is built-in tennis with ``--arenas`` matches whose every ``step(
 ``--delay-ms`` (2 ms by default): a stand-in for a Unity build, whose step costs milliseconds. For
 each number of environments, each backend steps them with random actions (drawn before timing)
 for ``--seconds`` and reports environment steps (rounds) per second and agent decisions per
-second. Backends: ``subprocess`` (worker processes, lock-step), ``ray`` (actors, lock-step) and
+second, and the CPU time the stepping costs the trainer's own process per round. Backends: ``subprocess`` (worker processes, lock-step), ``ray`` (actors, lock-step) and
 ``ray-half`` (actors, ``ray_wait_fraction`` 0.5). ``--delay-ms 0`` measures the transport alone.
 
 usage: python scripts/bench_ray.py [--envs 1 2 4 8 16] [--delay-ms 2] [--arenas 4]
@@ -115,13 +115,16 @@ def measure(stepper: Any, seconds: float, rng: np.random.Generator) -> dict[str,
     for _ in range(20):
         result = stepper.step(actions_for(result))
     rounds = decisions = 0
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     while (elapsed := time.perf_counter() - start) < seconds:
         result = stepper.step(actions_for(result))
         rounds += 1
         decisions += sum(len(steps.decision) for steps in result.values())
+    # CPU time of this (the trainer's) process: what stepping costs the trainer itself
+    driver_cpu = time.process_time() - cpu_start
     return {"rounds_per_s": rounds / elapsed, "decisions_per_s": decisions / elapsed,
-            "ms_per_round": 1000 * elapsed / rounds}  # fmt: skip
+            "ms_per_round": 1000 * elapsed / rounds,
+            "driver_cpu_ms_per_round": 1000 * driver_cpu / rounds}  # fmt: skip
 
 
 def main() -> None:
@@ -147,8 +150,9 @@ def main() -> None:
     rng = np.random.default_rng(0)
     print(f"delay {args.delay_ms} ms/step, {args.arenas} arenas (= {2 * args.arenas} agents) "
           f"per environment, {os.cpu_count()} CPUs")  # fmt: skip
-    print("| envs | " + " | ".join(f"{b} rounds/s | {b} decisions/s" for b in args.backends) + " |")
-    print("|---" * (1 + 2 * len(args.backends)) + "|")
+    print("| envs | " + " | ".join(f"{b} rounds/s | {b} decisions/s | {b} trainer CPU ms/round"
+                                   for b in args.backends) + " |")  # fmt: skip
+    print("|---" * (1 + 3 * len(args.backends)) + "|")
     for num_envs in args.envs:
         cells = []
         for backend in args.backends:
@@ -157,7 +161,8 @@ def main() -> None:
                 row = measure(stepper, args.seconds, rng)
             finally:
                 stepper.close()
-            cells += [f"{row['rounds_per_s']:.0f}", f"{row['decisions_per_s']:.0f}"]
+            cells += [f"{row['rounds_per_s']:.0f}", f"{row['decisions_per_s']:.0f}",
+                      f"{row['driver_cpu_ms_per_round']:.2f}"]  # fmt: skip
             if args.json:
                 with open(args.json, "a", encoding="utf-8") as handle:
                     record = {"backend": backend, "envs": num_envs, "delay_ms": args.delay_ms,
