@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -71,6 +72,19 @@ def make_stepper():
         stepper.close()
 
 
+def kill(actor) -> None:
+    """Kill ``actor`` and wait until it is gone (``ray.kill`` returns before it takes effect)."""
+    ray.kill(actor, no_restart=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.node_id.remote(), timeout=5)
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"actor {actor} still answers 30 s after ray.kill")
+
+
 def test_lock_step_results_equal_the_in_process_environments(make_stepper):
     options = {"solo_worker": 1, "unmasked_worker": 2}
     stepper = make_stepper(num_envs=3, **options)
@@ -86,7 +100,7 @@ def test_a_killed_actor_is_replaced_and_its_agents_come_back_as_new_agents(make_
     stepper = make_stepper(num_envs=2)
     result = stepper.reset()
     result = stepper.step(identity_actions(result))
-    ray.kill(stepper.actors[0])
+    kill(stepper.actors[0])
     with caplog.at_level(logging.ERROR):
         result = stepper.step(identity_actions(result))
     assert "Environment actor 0 failed during step" in caplog.text
@@ -102,7 +116,7 @@ def test_a_killed_actor_is_replaced_and_its_agents_come_back_as_new_agents(make_
 def test_an_actor_out_of_restarts_stops_the_run_with_the_reason(make_stepper):
     stepper = make_stepper(num_envs=2, stepper_options={"max_lifetime_restarts": 0})
     result = stepper.reset()
-    ray.kill(stepper.actors[1])
+    kill(stepper.actors[1])
     with pytest.raises(EnvironmentWorkerError, match="max_lifetime_restarts is 0"):
         stepper.step(identity_actions(result))
 
