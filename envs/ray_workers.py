@@ -85,6 +85,7 @@ class EnvironmentActor:
     ) -> None:
         self._arguments = (factory, worker_id, seed, id_block)
         self._runner: EnvRunner | None = None
+        self._failure: str | None = None
 
     def start(self) -> tuple[str, Any]:
         """Build the environment: ``(READY, specs)``, or ``(ERROR, details)``."""
@@ -96,13 +97,20 @@ class EnvironmentActor:
             return ERROR, failure_details(error)
 
     def handle(self, message: tuple[str, Any]) -> tuple[str, Any] | None:
-        """Carry out one command: ``(OK, answer)``, None for PARAMETERS, or ``(ERROR, details)``."""
+        """Carry out one command: ``(OK, answer)``, None for PARAMETERS, or ``(ERROR, details)``.
+
+        Nobody reads the reply to PARAMETERS, so a failure there is the reply to the next
+        command (as a worker process's error would be).
+        """
         command, payload = message
         assert self._runner is not None, "start() first"
+        if self._failure is not None:
+            return ERROR, self._failure
         try:
             answer = self._runner.serve(command, payload)
         except Exception as error:
-            return ERROR, failure_details(error)
+            self._failure = failure_details(error)
+            return ERROR, self._failure
         return None if answer is None else (OK, answer)
 
     def close(self) -> None:

@@ -24,7 +24,7 @@ from ghost.exceptions import EnvironmentWorkerError
 from ghost.running import cli
 from tests.test_unity_build import PONG, SMALL_PPO, free_ports, player_log, scalars
 from tests.test_workers import Reference, assert_merged, identity_actions, worker_of
-from tests.worker_envs import ECHO_WORKER, STEP, WORKER, make_echo_env
+from tests.worker_envs import ECHO_WORKER, STEP, WORKER, make_echo_env, make_parameter_env
 
 ray = pytest.importorskip(
     "ray", reason="the ray extra is not installed (pip install 'ghost-trainer[ray]')"
@@ -131,6 +131,21 @@ def test_an_environment_that_raises_in_an_actor_is_restarted_with_its_traceback(
             result = stepper.step(identity_actions(result))
     assert "InjectedCrash: injected step crash in worker 1" in caplog.text
     assert stepper.restart_counts == [0, 1]
+
+
+def test_an_environment_that_fails_to_take_parameters_is_not_lost():
+    stepper = RayStepper(
+        factory=make_parameter_env, num_envs=2, seed=SEED, max_lifetime_restarts=1,
+        restarts_rate_limit_n=-1,
+    )  # fmt: skip
+    try:
+        result = stepper.reset()
+        stepper.set_environment_parameters({"crash": -1.0})
+        # the restarted actors get the parameters again and fail again: out of restarts
+        with pytest.raises(EnvironmentWorkerError, match="injected parameter crash"):
+            stepper.step(identity_actions(result))
+    finally:
+        stepper.close()
 
 
 def test_waiting_for_half_lets_the_fast_actor_run_ahead_and_keeps_each_actor_in_order(

@@ -203,3 +203,17 @@ def raise_on_create(worker_id: int = 0, seed: int = 0) -> EchoEnv:
 def make_crash_after_60(worker_id: int = 0, seed: int = 0) -> EchoEnv:
     """An ``Echo`` game (one arena, self-play) whose 60th step raises."""
     return EchoEnv(worker_id=worker_id, seed=seed, arenas=1, crash_at_step=60)
+
+
+class ParameterEchoEnv(EchoEnv):
+    """An EchoEnv that takes environment parameters and raises on ``{"crash": -1}``."""
+
+    def set_environment_parameters(self, values) -> None:
+        if values.get("crash") == -1:
+            raise InjectedCrash(f"injected parameter crash in worker {self.worker_id}")
+        self.parameters = dict(values)
+
+
+def make_parameter_env(*, worker_id: int, seed: int) -> ParameterEchoEnv:
+    """Factory of ``ParameterEchoEnv``."""
+    return ParameterEchoEnv(worker_id=worker_id, seed=seed)
