@@ -64,6 +64,16 @@ METHODS: dict[str, dict[str, dict[str, Any]]] = {
     "magnet_0.5_rate_0.02": {"hyperparameters": {"magnet_strength": 0.5, "magnet_rate": 0.02}},
     "magnet_0.3_rate_0.01": {"hyperparameters": {"magnet_strength": 0.3, "magnet_rate": 0.01}},
     "magnet_0.3_rate_0.2": {"hyperparameters": {"magnet_strength": 0.3, "magnet_rate": 0.2}},
+    "magnet_0.3_rate_0.01_beta_0.03": {
+        "hyperparameters": {"magnet_strength": 0.3, "magnet_rate": 0.01, "beta": 0.03}
+    },
+    "magnet_0.3_rate_0.003": {"hyperparameters": {"magnet_strength": 0.3, "magnet_rate": 0.003}},
+    "magnet_0.5_rate_0.01": {"hyperparameters": {"magnet_strength": 0.5, "magnet_rate": 0.01}},
+    "magnet_0.2_rate_0.01": {"hyperparameters": {"magnet_strength": 0.2, "magnet_rate": 0.01}},
+    "magnet_0.2_rate_0.003": {"hyperparameters": {"magnet_strength": 0.2, "magnet_rate": 0.003}},
+    "magnet_0.1_rate_0.003": {"hyperparameters": {"magnet_strength": 0.1, "magnet_rate": 0.003}},
+    "magnet_0.2_rate_0.001": {"hyperparameters": {"magnet_strength": 0.2, "magnet_rate": 0.001}},
+    "magnet_0.15_rate_0.01": {"hyperparameters": {"magnet_strength": 0.15, "magnet_rate": 0.01}},
     "uniform_8": {"self_play": {"opponents_per_swap": 8, "sampling": {"strategy": "uniform"}}},
     "average_policy": {"self_play": {"average_policy": {"enabled": True}}},
     "robust": {"self_play": {"preset": "robust"}},

@@ -42,3 +42,9 @@ def test_the_robust_preset_is_less_exploitable_than_mlagents_style_self_play_on_
     # seed 0 measured: robust 0.86, default 1.01 (uniform play: 2.37)
     assert robust < 0.95
     assert robust < default - 0.05
+
+
+def test_the_imperfect_information_preset_cuts_leduc_exploitability_by_a_third(tmp_path):
+    tuned = leduc(tmp_path, "imperfect_information", preset="imperfect_information")
+    # seed 0 measured: 0.62; the ML-Agents-style default 1.01, `robust` 0.86
+    assert tuned < 0.72
