@@ -209,12 +209,17 @@ class RayStepper(WorkerPoolStepper):
         actor = self._actor_class.remote(self._factory, worker_id, seed, id_block)
         return RayWorkerLink(actor, worker_id, seed)
 
+    def _link(self, worker_id: int) -> RayWorkerLink:
+        link = self._worker(worker_id)
+        assert isinstance(link, RayWorkerLink)
+        return link
+
     def _gather(
         self, waiting: Collection[int], *, everyone: bool = True
     ) -> tuple[dict[int, Answer], dict[int, str]]:
         if everyone or len(waiting) <= self._quorum:
             return self._receive(sorted(waiting))
-        links = {self._worker(w).reply: w for w in waiting}
+        links = {self._link(w).reply: w for w in waiting}
         ready, rest = self._ray.wait(list(links), num_returns=self._quorum)
         # Whatever else has answered by now comes along for free.
         if rest:
@@ -225,7 +230,7 @@ class RayStepper(WorkerPoolStepper):
     def _receive(self, workers: list[int]) -> tuple[dict[int, Answer], dict[int, str]]:
         # One ray.get for all: each separate call costs a round trip to the object store.
         try:
-            replies = self._ray.get([self._worker(w).reply for w in workers])
+            replies = self._ray.get([self._link(w).reply for w in workers])
         except self._ray.exceptions.RayError:
             return super()._gather(workers)  # one by one, to tell which actor failed
         answers: dict[int, Answer] = {}
