@@ -247,6 +247,9 @@ def test_cli_league_options_need_league_and_a_run(tmp_path, capsys):
     assert "need --league" in capsys.readouterr().err
     assert main(["strong", "--game", "tennis", "--league"]) == 2
     assert "--league needs a run folder" in capsys.readouterr().err
+    # asking for Ray where one evaluation is played is a mistake, said before anything runs
+    assert main(["strong", "--game", "tennis", "--against", "weak", "--ray-address", "auto"]) == 2
+    assert "--ray-address plays many evaluations at once" in capsys.readouterr().err
 
 
 TINY_RPS = """

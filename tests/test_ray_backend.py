@@ -293,6 +293,17 @@ def test_the_stand_in_unity_build_trains_inside_ray_actors(tmp_path):
         assert any(entry["event"] == "quit" for entry in log), "the build was not closed"
 
 
+def test_snapshot_evaluations_played_as_ray_tasks_give_the_same_rows(tennis_runs):
+    from ghost.evaluation.game_runner import RayGames
+    from ghost.evaluation.head_to_head import evaluate_run
+
+    run = tennis_runs["local"][0]
+    inline = evaluate_run(run, "Tennis", opponent="weak", episodes=6, seed=3)
+    remote = evaluate_run(run, "Tennis", opponent="weak", episodes=6, seed=3, games=RayGames())
+    assert len(inline) >= 3
+    assert [r.to_dict() for r in remote] == [r.to_dict() for r in inline]
+
+
 def test_a_ray_address_selects_the_ray_backend():
     assert EnvironmentSettings(ray_address="auto").uses_ray
     assert EnvironmentSettings(backend="ray").uses_ray

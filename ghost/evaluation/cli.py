@@ -131,8 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--ray-address",
         metavar="ADDRESS",
-        help="--league: play the pairs as Ray tasks, all at once, on this Ray cluster (auto, "
-        "HOST:6379, ray://HOST:10001, or local for a Ray on this machine); needs the ray extra",
+        help="--league, --each-snapshot, --against snapshots: play the pairs or snapshots as Ray "
+        "tasks, all at once, on this Ray cluster (auto, HOST:6379, ray://HOST:10001, or local "
+        "for a Ray on this machine); needs the ray extra",
     )
     parser.add_argument(
         "--exploitability",
@@ -265,6 +266,11 @@ def run(args: argparse.Namespace) -> int:
         text.append(f"report: {path}")
     if args.league:
         return _league(args, source, run_root, output, text)
+    if args.ray_address and not (args.each_snapshot or args.against == SNAPSHOTS):
+        raise ConfigError(
+            "--ray-address plays many evaluations at once: it goes with --league, "
+            "--each-snapshot or --against snapshots"
+        )
     if args.exploitability or args.exploiter is not None:
         return _robustness(args, run_root, output, text)
     if args.against is not None and run_root is not None and not args.game:
@@ -272,8 +278,8 @@ def run(args: argparse.Namespace) -> int:
 
         if run_env_path(run_root) is not None:
             return _seated_against(args, run_root, output, text)
-    if args.include_levels or args.games_per_pair is not None or args.ray_address:
-        raise ConfigError("--games-per-pair, --include-levels and --ray-address need --league")
+    if args.include_levels or args.games_per_pair is not None:
+        raise ConfigError("--games-per-pair and --include-levels need --league")
     if args.against is None:
         if args.record or args.each_snapshot:
             raise ConfigError("--record and --each-snapshot need --against OPPONENT")
@@ -335,14 +341,16 @@ def _evaluate_snapshots(
             )
         behavior = matches.policy_behavior(game, args.side)
         rows = evaluation.evaluate_run(
-            run_root, behavior, opponent=args.against, game=game, **_common(args)
-        )
+            run_root, behavior, opponent=args.against, game=game,
+            games=_ray_games(args.ray_address), **_common(args),
+        )  # fmt: skip
         title = f"{game}: each snapshot of {behavior} in {run_root} vs {rows[0].result.opponent}"
         replay_opponent = args.against
     else:
         rows = evaluation.evaluate_against_snapshots(
-            game=game, policy=policy, run_dir=run_root, side=args.side, **_common(args)
-        )
+            game=game, policy=policy, run_dir=run_root, side=args.side,
+            games=_ray_games(args.ray_address), **_common(args),
+        )  # fmt: skip
         title = f"{game}: {rows[0].result.policy} vs each snapshot of {run_root}"
         snapshots = report.run_snapshots(run_root, matches.opponent_behavior(game, args.side))
         replay_opponent = str(snapshots[-1].path)  # the newest
@@ -385,14 +393,14 @@ def _league(
         num_arenas=args.num_arenas,
         deterministic=args.deterministic,
         progress=progress,
-        games=_league_games(args.ray_address),
+        games=_ray_games(args.ray_address),
     )
     output["league"] = table.to_dict()
     text.append(format_league(table))
     return _emit(args, output, text)
 
 
-def _league_games(ray_address: str | None) -> Any:
+def _ray_games(ray_address: str | None) -> Any:
     if ray_address is None:
         return None
     from ghost.evaluation.game_runner import RayGames

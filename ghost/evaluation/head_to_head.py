@@ -27,6 +27,7 @@ import torch
 from envs.behavior_id import BehaviorId
 from envs.games import BUILTIN_GAMES
 from envs.matrix_games import MatrixGame
+from ghost.evaluation.game_runner import GameRunner, InlineGames
 from ghost.evaluation.matches import Match, MatchSetup, Seat, open_match, opponent_behavior
 from ghost.evaluation.report import SnapshotInfo, run_game, run_snapshots
 from ghost.exceptions import ConfigError
@@ -331,20 +332,25 @@ def _evaluate_snapshots(
     seed: int,
     num_arenas: int | None,
     deterministic: bool,
+    games: GameRunner | None,
 ) -> list[SnapshotEvaluation]:
     """One ``evaluate`` per snapshot, in the order given, each snapshot against ``other``.
 
     :param snapshots_play: ``"policy"``: each snapshot is the evaluated policy and ``other`` its
         opponent; ``"opponent"``: ``other`` is the evaluated policy, each snapshot its opponent.
     :param side: the behavior the evaluated policy plays (see ``evaluate``).
+    :param games: where the evaluations are played (``RayGames``: all at once, as Ray tasks);
+        default one after the other in this process.
     """
-    evaluations = []
-    for snapshot in snapshots:
+    runner = games if games is not None else InlineGames()
+    for index, snapshot in enumerate(snapshots):
         if snapshots_play == "policy":
             policy, opponent = snapshot.path, other
         else:
             policy, opponent = other, snapshot.path
-        result = evaluate(
+        runner.submit(
+            index,
+            evaluate,
             game=game,
             policy=policy,
             opponent=opponent,
@@ -354,10 +360,11 @@ def _evaluate_snapshots(
             deterministic=deterministic,
             side=side,
         )
-        evaluations.append(
-            SnapshotEvaluation(snapshot.snapshot_id, snapshot.step, snapshot.rating, result)
-        )
-    return evaluations
+    results = dict(runner.finished(wait=True))
+    return [
+        SnapshotEvaluation(snapshot.snapshot_id, snapshot.step, snapshot.rating, results[index])
+        for index, snapshot in enumerate(snapshots)
+    ]
 
 
 def evaluate_run(
@@ -370,6 +377,7 @@ def evaluate_run(
     seed: int = 0,
     num_arenas: int | None = None,
     deterministic: bool = False,
+    games: GameRunner | None = None,
 ) -> list[SnapshotEvaluation]:
     """Evaluate every snapshot of ``behavior`` in a run against one ``opponent``, oldest first.
 
@@ -390,6 +398,7 @@ def evaluate_run(
         seed=seed,
         num_arenas=num_arenas,
         deterministic=deterministic,
+        games=games,
     )
 
 
@@ -403,6 +412,7 @@ def evaluate_against_snapshots(
     seed: int = 0,
     num_arenas: int | None = None,
     deterministic: bool = False,
+    games: GameRunner | None = None,
 ) -> list[SnapshotEvaluation]:
     """Evaluate ``policy`` against every snapshot of a run, oldest first.
 
@@ -420,4 +430,5 @@ def evaluate_against_snapshots(
         seed=seed,
         num_arenas=num_arenas,
         deterministic=deterministic,
+        games=games,
     )
