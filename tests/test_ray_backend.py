@@ -248,6 +248,18 @@ def test_scheduled_evaluation_games_played_as_ray_tasks_are_reported(tennis_runs
     assert len(scalars(run, "Tennis", "Evaluation/random Win Rate")) == 3
 
 
+def test_each_game_runner_hands_back_only_its_own_results():
+    # the session gives every behavior its own runner: results must not cross between them
+    from ghost.evaluation.game_runner import RayGames
+
+    striker, goalie = RayGames(), RayGames()
+    striker.submit("s", dict, side="Striker")
+    goalie.submit("g", dict, side="Goalie")
+    assert striker.finished(wait=True) == [("s", {"side": "Striker"})]
+    assert goalie.finished(wait=True) == [("g", {"side": "Goalie"})]
+    assert striker.pending == goalie.pending == 0
+
+
 def test_league_pairs_played_as_ray_tasks_give_the_same_table(tennis_runs):
     from ghost.evaluation.game_runner import RayGames
     from ghost.evaluation.league import play_league

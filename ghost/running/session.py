@@ -82,7 +82,6 @@ class SelfPlaySession(TrainingLoop):
         self.lessons = LessonSchedule(options.environment_parameters, seed=seed)
         self.env_source = env_source
         self.exploitability: Any = None  # an ExploitabilityMonitor in OpenSpiel games
-        self._ray_games: RayGames | None = None
 
     @property
     def builtin_game(self) -> str | None:
@@ -156,13 +155,10 @@ class SelfPlaySession(TrainingLoop):
             )  # fmt: skip
 
     def _evaluation_games(self) -> GameRunner | None:
-        """Ray tasks with the Ray backend (rating games never slow the learner), else inline."""
+        """Ray tasks with the Ray backend (rating games never slow the learner), else inline.
+        One runner per behavior: a runner hands back every result it holds."""
         env_settings = self.options.env_settings
-        if not env_settings.uses_ray:
-            return None
-        if self._ray_games is None:
-            self._ray_games = RayGames(env_settings.ray_address)
-        return self._ray_games
+        return RayGames(env_settings.ray_address) if env_settings.uses_ray else None
 
     def between_steps(self, steps: StepResult) -> StepResult:
         change = self.controller.take_team_change()
