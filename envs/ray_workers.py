@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
+import socket
 from collections.abc import Callable, Collection
 from typing import Any
 
@@ -45,6 +46,7 @@ from envs.worker_process import (
 logger = logging.getLogger(__name__)
 
 _CLOSE_TIMEOUT_S = 5.0
+_CONNECT_TIMEOUT_S = 5.0
 
 
 def import_ray() -> Any:
@@ -63,9 +65,17 @@ def import_ray() -> Any:
 
 def connect_ray(address: str | None = None, *, num_cpus: int | None = None) -> Any:
     """Join the Ray cluster at ``address`` (``"auto"``: the one ``ray start`` began on this node),
-    or start a local one when ``address`` is None; a session already connected is kept."""
+    or start a local one when ``address`` is None; a session already connected is kept.
+
+    Raises:
+        EnvironmentSourceError: nothing answers at ``address``, or Ray refuses it.
+    """
     ray = import_ray()
-    if not ray.is_initialized():
+    if ray.is_initialized():
+        return ray
+    if address is not None:
+        _check_reachable(address)
+    try:
         ray.init(
             address=address,
             num_cpus=num_cpus if address is None else None,
@@ -73,8 +83,30 @@ def connect_ray(address: str | None = None, *, num_cpus: int | None = None) -> A
             logging_level=logging.WARNING,
             log_to_driver=True,
         )
-        logger.info("Connected to Ray: %s", ray.cluster_resources())
+    except (ConnectionError, ValueError, RuntimeError) as error:
+        raise EnvironmentSourceError(
+            f"--ray-address/env_settings.ray_address {address!r}: Ray could not connect "
+            f"({error}). Start a cluster with `ray start --head` and pass auto on one of its "
+            "nodes, or HOST:PORT of its head node"
+        ) from None
+    logger.info("Connected to Ray: %s", ray.cluster_resources())
     return ray
+
+
+def _check_reachable(address: str) -> None:
+    """Fail at once where a ``HOST:PORT`` address has nobody listening (Ray would retry for
+    minutes); ``auto`` and ``local`` are left to Ray."""
+    host, colon, port = address.removeprefix("ray://").rpartition(":")
+    if not colon or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=_CONNECT_TIMEOUT_S).close()
+    except OSError as error:
+        raise EnvironmentSourceError(
+            f"--ray-address/env_settings.ray_address {address!r}: nothing answers at "
+            f"{host}:{port} ({error}). Start the head node there with `ray start --head "
+            f"--port={port}`, or check the address (`ray status` on a node prints it)"
+        ) from None
 
 
 class EnvironmentActor:

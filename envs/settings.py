@@ -5,10 +5,19 @@ Both mirror ML-Agents' sections of the same names, keys and defaults.
 
 from __future__ import annotations
 
+import enum
+
 import attrs
 from attrs import validators as v
 
 from envs.validators import non_negative, open_unit_interval, positive
+
+
+class EnvironmentBackend(str, enum.Enum):
+    """Where environment workers run."""
+
+    LOCAL = "local"
+    RAY = "ray"
 
 
 @attrs.frozen(kw_only=True)
@@ -27,7 +36,7 @@ class EnvironmentSettings:
     #: seconds to wait for a Unity build to start before giving up (ignored by in-process games)
     timeout_wait: int = attrs.field(default=60, validator=positive)
     #: where environment workers run: ``local`` (this machine's processes) or ``ray`` (actors)
-    backend: str = attrs.field(default="local", validator=v.in_(("local", "ray")))
+    backend: EnvironmentBackend = EnvironmentBackend.LOCAL
     #: the Ray cluster to join (``auto``, ``host:6379``, ``ray://host:10001``); implies ``ray``
     ray_address: str | None = None
     #: share of the environments a Ray step waits for; 1.0 = lock-step (reproducible)
@@ -38,7 +47,7 @@ class EnvironmentSettings:
     @property
     def uses_ray(self) -> bool:
         """Environment workers are Ray actors (``backend: ray`` or a ``ray_address``)."""
-        return self.backend == "ray" or self.ray_address is not None
+        return self.backend == EnvironmentBackend.RAY or self.ray_address is not None
 
 
 @attrs.frozen(kw_only=True)

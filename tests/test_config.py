@@ -185,6 +185,14 @@ def test_out_of_range_self_play(self_play, expected):
         (behavior(self_play=[1]), "behaviors.Tennis.self_play = [1]: expected a section"),
         ({"env_settings": {"base_port": 80}}, "env_settings.base_port = 80: must be >= 1024"),
         (
+            {"env_settings": {"backend": "cluster"}},
+            "env_settings.backend = 'cluster': expected one of local, ray",
+        ),
+        (
+            {"env_settings": {"ray_wait_fraction": 0}},
+            "env_settings.ray_wait_fraction = 0: must be in (0, 1]",
+        ),
+        (
             {"env_settings": {"env_args": ["a", {}]}},
             "env_settings.env_args[1] = {}: expected a string",
         ),

@@ -8,7 +8,6 @@ inside actors.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import time
@@ -20,11 +19,18 @@ import torch
 import yaml
 
 from envs.settings import EnvironmentSettings
-from ghost.exceptions import EnvironmentWorkerError
+from ghost.exceptions import EnvironmentSourceError, EnvironmentWorkerError
 from ghost.running import cli
 from tests.test_unity_build import PONG, SMALL_PPO, free_ports, player_log, scalars
-from tests.test_workers import Reference, assert_merged, identity_actions, worker_of
-from tests.worker_envs import ECHO_WORKER, STEP, WORKER, make_echo_env, make_parameter_env
+from tests.test_workers import (
+    SEED,
+    Reference,
+    assert_merged,
+    echo_stepper_maker,
+    identity_actions,
+    worker_of,
+)
+from tests.worker_envs import ECHO_WORKER, STEP, WORKER, make_parameter_env
 
 ray = pytest.importorskip(
     "ray", reason="the ray extra is not installed (pip install 'ghost-trainer[ray]')"
@@ -33,7 +39,6 @@ ray = pytest.importorskip(
 from envs.ray_workers import RayStepper  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-SEED = 11
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -54,20 +59,9 @@ def local_ray():
 
 @pytest.fixture
 def make_stepper():
+    """Builds RaySteppers over EchoEnvs and closes every one at teardown."""
     steppers: list[RayStepper] = []
-
-    def make(*, num_envs=2, restarts_rate_limit_n=-1, stepper_options=None, **env_options):
-        stepper = RayStepper(
-            factory=functools.partial(make_echo_env, **env_options),
-            num_envs=num_envs,
-            seed=SEED,
-            restarts_rate_limit_n=restarts_rate_limit_n,
-            **(stepper_options or {}),
-        )
-        steppers.append(stepper)
-        return stepper
-
-    yield make
+    yield echo_stepper_maker(RayStepper, {"max_lifetime_restarts", "wait_fraction"}, steppers)
     for stepper in steppers:
         stepper.close()
 
@@ -114,7 +108,7 @@ def test_a_killed_actor_is_replaced_and_its_agents_come_back_as_new_agents(make_
 
 
 def test_an_actor_out_of_restarts_stops_the_run_with_the_reason(make_stepper):
-    stepper = make_stepper(num_envs=2, stepper_options={"max_lifetime_restarts": 0})
+    stepper = make_stepper(num_envs=2, max_lifetime_restarts=0)
     result = stepper.reset()
     kill(stepper.actors[1])
     with pytest.raises(EnvironmentWorkerError, match="max_lifetime_restarts is 0"):
@@ -156,7 +150,7 @@ def test_waiting_for_half_lets_the_fast_actor_run_ahead_and_keeps_each_actor_in_
         slow_worker=1,
         slow_step_s=0.05,
         episode_length=100_000,
-        stepper_options={"wait_fraction": 0.5},
+        wait_fraction=0.5,
     )
     result = stepper.reset()
     last_step = {0: 0, 1: 0}
@@ -314,6 +308,17 @@ def test_snapshot_evaluations_played_as_ray_tasks_give_the_same_rows(tennis_runs
     remote = evaluate_run(run, "Tennis", opponent="weak", episodes=6, seed=3, games=RayGames())
     assert len(inline) >= 3
     assert [r.to_dict() for r in remote] == [r.to_dict() for r in inline]
+
+
+def test_an_address_where_nothing_listens_is_a_clear_error_at_once():
+    from envs.ray_workers import _check_reachable
+
+    port = free_ports(1)
+    with pytest.raises(EnvironmentSourceError, match=f"nothing answers at 127.0.0.1:{port}"):
+        _check_reachable(f"127.0.0.1:{port}")
+    with pytest.raises(EnvironmentSourceError, match="ray start --head"):
+        _check_reachable(f"ray://127.0.0.1:{port}")
+    _check_reachable("auto")  # left to Ray
 
 
 def test_a_ray_address_selects_the_ray_backend():

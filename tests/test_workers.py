@@ -29,14 +29,14 @@ _STEPPER_KEYS = {"max_lifetime_restarts", "restarts_rate_limit_period_s", "start
 START_METHODS = [m for m in ("forkserver", "spawn") if m in multiprocessing.get_all_start_methods()]
 
 
-@pytest.fixture
-def make_stepper():
-    """Builds steppers with test defaults and closes every one at teardown."""
-    steppers: list[SubprocessStepper] = []
+def echo_stepper_maker(stepper_class, stepper_keys, steppers: list):
+    """``make(num_envs=2, **options)``: a ``stepper_class`` over EchoEnvs with test defaults;
+    options named in ``stepper_keys`` go to the stepper, the others to ``EchoEnv``. Every
+    stepper made is appended to ``steppers`` (for the fixture to close)."""
 
-    def make(*, num_envs=2, restarts_rate_limit_n=-1, **options) -> SubprocessStepper:
-        factory_options = {k: options.pop(k) for k in list(options) if k not in _STEPPER_KEYS}
-        stepper = SubprocessStepper(
+    def make(*, num_envs=2, restarts_rate_limit_n=-1, **options):
+        factory_options = {k: options.pop(k) for k in list(options) if k not in stepper_keys}
+        stepper = stepper_class(
             factory=functools.partial(make_echo_env, **factory_options),
             num_envs=num_envs,
             seed=SEED,
@@ -46,7 +46,14 @@ def make_stepper():
         steppers.append(stepper)
         return stepper
 
-    yield make
+    return make
+
+
+@pytest.fixture
+def make_stepper():
+    """Builds SubprocessSteppers with test defaults and closes every one at teardown."""
+    steppers: list[SubprocessStepper] = []
+    yield echo_stepper_maker(SubprocessStepper, _STEPPER_KEYS, steppers)
     for stepper in steppers:
         stepper.close()
 
