@@ -3,6 +3,35 @@
 from pathlib import Path
 
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+
+#: run by Python at start-up from site-packages: mlagents-envs' protocol modules then load on
+#: protobuf >= 4 in every process, whatever it imports first (see envs/protobuf_hook.py)
+PTH_NAME = "ghost_trainer_protobuf.pth"
+PTH_LINE = "import envs.protobuf_hook; envs.protobuf_hook.install()\n"
+
+
+class BuildPyWithHook(build_py):
+    """``build_py`` that also places the start-up ``.pth`` file at the root of site-packages."""
+
+    def run(self) -> None:
+        super().run()
+        for folder in self._pth_folders():
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / PTH_NAME).write_text(PTH_LINE, encoding="utf-8")
+
+    def get_outputs(self, include_bytecode: bool = True) -> list[str]:
+        return super().get_outputs(include_bytecode) + [
+            str(folder / PTH_NAME) for folder in self._pth_folders()
+        ]
+
+    def _pth_folders(self) -> list[Path]:
+        if not self.editable_mode:
+            return [Path(self.build_lib)]
+        # An editable wheel takes nothing from build_lib; what goes to site-packages as it is
+        # must be written where the editable build unpacks its wheel (install_lib).
+        return [Path(self.get_finalized_command("install").install_lib)]
+
 
 setup(
     name="ghost-trainer",
@@ -20,8 +49,11 @@ setup(
         "numpy>=1.21,!=1.24.*,!=1.25.*,!=1.26.*",
         # 0.28.0 is the newest release installable on Python 3.11; 3.10 users may take 1.x
         "mlagents-envs>=0.28.0,<2",
-        # mlagents-envs' generated protobuf code fails on protobuf >= 3.21
-        "protobuf>=3.6,<3.21",
+        # protobuf >= 4 parses with its compiled upb backend; mlagents-envs' old generated modules
+        # load on it through envs/protobuf_hook.py, which uses protobuf's descriptor builder
+        # (hence the cap at the next major). 3.20.3 stays allowed for ML-Agents 1.1's own pins
+        # (the plugin), where it parses in pure Python on 3.11 and compiled (cpp) on 3.10.
+        "protobuf>=3.20.3,<8",
         "tensorboard>=2.10",
         "pyyaml>=5.4",
         "attrs>=22.2",
@@ -35,24 +67,24 @@ setup(
             "ruff>=0.4",
             "mypy>=1.8",
             "matplotlib>=3.6",
-            # newer onnx and onnxruntime need protobuf >= 4, which mlagents-envs cannot load
-            "onnx>=1.14,<1.18",
-            "onnxruntime>=1.16,<1.21",
+            "onnx>=1.17",
+            "onnxruntime>=1.20",
             "open-spiel>=1.5",
             "pettingzoo>=1.24,<2",
             "pygame-ce>=2.1",
             "rlcard>=1.0",
-            "ray==2.60.0",
+            "ray>=2.60,<3",
         ],
         "plots": ["matplotlib>=3.6"],
-        "onnx": ["onnx>=1.14,<1.18"],
+        "onnx": ["onnx>=1.17"],
         # --env openspiel:<game>, with exact exploitability
         "openspiel": ["open-spiel>=1.5"],
         # --env pettingzoo:<module>; its classic board games need pygame, its card games rlcard
         "pettingzoo": ["pettingzoo>=1.24,<2", "pygame-ce>=2.1", "rlcard>=1.0"],
-        # env_settings.backend: ray; 2.60 runs on protobuf 3.20.3, which mlagents-envs can load
-        "ray": ["ray==2.60.0"],
+        # env_settings.backend: ray
+        "ray": ["ray>=2.60,<3"],
     },
+    cmdclass={"build_py": BuildPyWithHook},
     entry_points={
         "console_scripts": [
             "ghost-learn=ghost.running.cli:main",

@@ -30,6 +30,11 @@ class EnvironmentWorkerError(GhostError):
     or the one in-process environment raised."""
 
 
+class ProtobufLayoutError(GhostError, ImportError):
+    """mlagents-envs' generated protocol modules are laid out in a way the loader of
+    ``envs.mlagents_protobuf`` does not know, so they cannot be built on this protobuf."""
+
+
 class EnvironmentOutputError(GhostError):
     """The environment returned steps that break the BaseEnv contract (shapes that differ from
     its behavior spec, NaN observations or rewards, wrong types)."""

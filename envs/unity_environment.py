@@ -9,6 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from envs import protobuf_hook
+
+# before mlagents_envs.environment imports the protocol modules (a no-op once the .pth file ran)
+protobuf_hook.install()
+
+# isort: split
 from mlagents_envs.environment import UnityEnvironment
 from mlagents_envs.side_channel.engine_configuration_channel import EngineConfigurationChannel
 from mlagents_envs.side_channel.environment_parameters_channel import (
