@@ -17,6 +17,7 @@ player is restarted under ``max_lifetime_restarts`` as in ML-Agents.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,13 @@ from envs.exceptions import EnvironmentSourceError
 from envs.settings import EngineSettings
 
 UNITY_SUFFIXES = (".x86_64", ".x86", ".app", ".exe")
+
+
+def quiet_grpc_logs() -> None:
+    """Keep gRPC's own INFO lines ("Got goaway" when a player closes, "skipping fork() handlers"
+    when a process forks) off the console; its errors still show, and a user's own
+    ``GRPC_VERBOSITY`` wins. Takes effect only before gRPC is first imported in the process."""
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 
 @attrs.frozen(kw_only=True)

@@ -14,6 +14,7 @@ import threading
 import traceback
 from collections.abc import Callable
 
+from envs.unity_build import quiet_grpc_logs
 from ghost.exceptions import GhostError
 from trainers.exceptions import is_disk_write_error
 
@@ -24,6 +25,7 @@ EXIT_BROKEN_PIPE = 141
 
 def setup_logging(debug: bool, *, level: int = logging.INFO) -> None:
     """Our packages log at ``level`` (DEBUG with ``debug``), everything else at WARNING."""
+    quiet_grpc_logs()  # before anything (Ray, a Unity build) imports grpc
     logging.basicConfig(format="[%(levelname)s] %(name)s: %(message)s", level=logging.WARNING)
     for package in ("ghost", "trainers", "envs"):
         logging.getLogger(package).setLevel(logging.DEBUG if debug else level)

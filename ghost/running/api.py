@@ -20,6 +20,7 @@ import attrs
 import torch
 from mlagents_envs.base_env import BaseEnv
 
+from envs.mlagents_protobuf import describe_protobuf
 from envs.openspiel import OpenSpielSource
 from envs.pettingzoo import PettingZooSource
 from envs.settings import EnvironmentSettings
@@ -115,6 +116,8 @@ def train_options(
         options = with_drawn_seed(options, run_dir.previous_configuration())
         with results_write_errors():
             run_dir.write_configuration(options)
+        if isinstance(env_factory, UnityBuild):
+            logger.info("Unity build messages: %s", describe_protobuf())
         if isinstance(env_factory, UnityBuild) and env_factory.log_folder is None:
             log_folder = str(run_dir.layout.run_logs_dir.absolute())
             env_factory = attrs.evolve(env_factory, log_folder=log_folder)
