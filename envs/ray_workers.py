@@ -58,7 +58,7 @@ def import_ray() -> Any:
             raise
         raise EnvironmentSourceError(
             "env_settings.backend 'ray' (--ray-address) needs Ray: pip install "
-            "'ghost-trainer[ray]' (ray==2.60.0 and protobuf 3.20.3, which mlagents-envs can load)"
+            "'ghost-trainer[ray]' (or, in a checkout, pip install -e \".[ray]\")"
         ) from None
     return ray
 

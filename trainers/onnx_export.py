@@ -110,7 +110,7 @@ def export_onnx(policy: TorchPolicy, path: str | Path) -> Path:
     """
     if not onnx_available():
         raise UnsupportedFeatureError(
-            "writing .onnx files needs the onnx package: pip install 'onnx>=1.14,<1.18' (or, in "
+            "writing .onnx files needs the onnx package: pip install 'ghost-trainer[onnx]' (or, in "
             'a checkout, pip install -e ".[onnx]")'
         )
     graph = UnityPolicyGraph(policy).to("cpu").eval()
