@@ -10,7 +10,8 @@ This module runs at every interpreter start-up: the ``ghost_trainer_protobuf.pth
 every process (trainer, environment workers, Ray actors, ``ghost-eval``, the stand-in player)
 whichever of ``ghost`` and ``mlagents_envs`` is imported first. It therefore imports nothing
 beyond the standard import machinery until a protocol module is really imported.
-``envs.unity_environment`` calls ``install()`` too, for a source checkout that was not installed.
+``envs.unity_build`` calls ``install()`` too before it starts a build, for a source checkout that
+was not installed.
 """
 
 from __future__ import annotations

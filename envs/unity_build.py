@@ -23,6 +23,7 @@ from typing import Any
 
 import attrs
 
+from envs import protobuf_hook
 from envs.exceptions import EnvironmentSourceError
 from envs.settings import EngineSettings
 
@@ -110,6 +111,9 @@ class UnityBuild:
 
 def _environment_class() -> type:
     # mlagents_envs.environment loads grpc: only when a build is really started.
+    quiet_grpc_logs()
+    # a no-op where the package is installed (its .pth file ran at start-up)
+    protobuf_hook.install()
     from envs.unity_environment import UnityBuildEnvironment
 
     return UnityBuildEnvironment

@@ -45,15 +45,23 @@ def trainer_yaml(steps: int) -> dict:
         "behaviors": {
             "Pong": {
                 "trainer_type": "ppo",
-                "hyperparameters": {"batch_size": 256, "buffer_size": 4096, "num_epoch": 3,
-                                    "learning_rate": 3.0e-4},  # fmt: skip
+                "hyperparameters": {
+                    "batch_size": 256,
+                    "buffer_size": 4096,
+                    "num_epoch": 3,
+                    "learning_rate": 3.0e-4,
+                },  # fmt: skip
                 "network_settings": {"hidden_units": 64, "num_layers": 2},
                 "max_steps": steps,
                 "time_horizon": 64,
                 "summary_freq": 20000,
                 "checkpoint_interval": 100000,
-                "self_play": {"save_steps": 10000, "team_change": 40000, "swap_steps": 5000,
-                              "window": 10},  # fmt: skip
+                "self_play": {
+                    "save_steps": 10000,
+                    "team_change": 40000,
+                    "swap_steps": 5000,
+                    "window": 10,
+                },  # fmt: skip
             }
         }
     }
