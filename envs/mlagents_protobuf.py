@@ -17,7 +17,6 @@ import importlib
 from types import ModuleType
 
 from envs.exceptions import ProtobufLayoutError
-from envs.protobuf_hook import PACKAGE
 
 
 def protobuf_version() -> str:
@@ -61,7 +60,7 @@ def load_generated_module(module: ModuleType, origin: str) -> None:
     serialized = _serialized_descriptor(tree)
     if serialized is None:
         raise _layout_error(module.__name__, origin, "it carries no serialized file descriptor")
-    for alias, dependency in _sibling_imports(tree):
+    for alias, dependency in _sibling_imports(tree, module.__name__.rpartition(".")[0]):
         # Their descriptors must be in the pool before this one's.
         module.__dict__[alias] = importlib.import_module(dependency)
     _build_messages(module, serialized)
@@ -124,12 +123,12 @@ def _bytes_literal(node: ast.expr) -> bytes | None:
     return None
 
 
-def _sibling_imports(tree: ast.Module) -> list[tuple[str, str]]:
-    """``(alias, module)`` of each ``from mlagents_envs.communicator_objects import x_pb2 as a``."""
+def _sibling_imports(tree: ast.Module, package: str) -> list[tuple[str, str]]:
+    """``(alias, module)`` of each ``from <package> import x_pb2 as alias``."""
     return [
-        (name.asname or name.name, f"{PACKAGE}.{name.name}")
+        (name.asname or name.name, f"{package}.{name.name}")
         for node in tree.body
-        if isinstance(node, ast.ImportFrom) and node.module == PACKAGE
+        if isinstance(node, ast.ImportFrom) and node.module == package
         for name in node.names
     ]
 

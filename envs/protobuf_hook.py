@@ -18,8 +18,12 @@ from __future__ import annotations
 
 import importlib.machinery
 import sys
-from collections.abc import Sequence
 from types import ModuleType
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:  # importlib.abc costs milliseconds at every interpreter start
+    from collections.abc import Sequence
+    from importlib.abc import Loader
 
 PACKAGE = "mlagents_envs.communicator_objects"
 #: the first protobuf major release that refuses hand-built descriptors (and has upb)
@@ -65,9 +69,8 @@ class DescriptorModuleFinder:
         found = importlib.machinery.PathFinder.find_spec(fullname, path)
         if found is None or found.origin is None:
             return None
-        spec = importlib.machinery.ModuleSpec(
-            fullname, DescriptorLoader(found.origin), origin=found.origin
-        )
+        loader = cast("Loader", DescriptorLoader(found.origin))
+        spec = importlib.machinery.ModuleSpec(fullname, loader, origin=found.origin)
         spec.has_location = True
         return spec
 

@@ -109,11 +109,14 @@ def test_pong_self_play_over_the_protocol_with_two_builds(learn, tmp_path):
         "--quality-level", "2", "--target-frame-rate", "30", "--capture-frame-rate", "25",
     )  # fmt: skip
     assert code == 0, text
+    # every process on the compiled parser: the trainer says so, the players log theirs
+    assert "Unity build messages: protobuf" in text and "python backend" not in text
     run = tmp_path / "results" / "run"
     assert (run / "Pong.pt").is_file()
     for worker in (0, 1):
         log = player_log(run, worker)
         (start,) = events(log, "start")
+        assert start["protobuf"] in ("upb", "cpp")
         assert start["port"] == base_port + worker
         assert start["graphics"] is False and start["batchmode"] is True
         (initialized,) = events(log, "initialized")

@@ -45,7 +45,8 @@ class ActionCountError(Exception):
 @dataclass(frozen=True)
 class AgentInfo:
     """An AgentInfoProto to be: protos are built in place in the outgoing message, because
-    copying messages (pure-Python protobuf here) costs more than the rest of a step."""
+    copying messages costs more than the rest of a step (most of all when the player is forced onto
+    protobuf's pure-Python parser, as ``scripts/bench_unity_protocol.py`` does)."""
 
     fields: dict[str, Any]
     observation: list[float]

@@ -46,7 +46,8 @@ Player log (``-logFile``, appended to): JSON lines, flushed after each, each wit
 ``time``:
 
 - ``start``: pid, argv, port, graphics (false under ``-nographics``), batchmode, game,
-  decision_period, respawn_agents, ignored_args;
+  decision_period, respawn_agents, ignored_args, protobuf (the parser's backend: upb, cpp or
+  python);
 - ``initialized``: seed, num_areas, communication_version, package_version, capabilities (the
   trainer's), unity_communication_version, unity_package_version;
 - ``engine_configuration``: setting (screen_resolution, quality_level, time_scale,
@@ -74,6 +75,7 @@ from typing import Any, TextIO
 
 import grpc
 import numpy as np
+from google.protobuf.internal import api_implementation
 from google.protobuf.json_format import MessageToDict
 from mlagents_envs.communicator_objects.capabilities_pb2 import UnityRLCapabilitiesProto
 from mlagents_envs.communicator_objects.command_pb2 import QUIT, RESET
@@ -373,6 +375,7 @@ def _start(argv: Sequence[str], game_name: str) -> tuple[Options, PlayerLog]:
         decision_period=options.decision_period,
         respawn_agents=options.respawn_agents,
         ignored_args=options.ignored_args,
+        protobuf=api_implementation.Type(),
     )
     return options, log
 
