@@ -11,7 +11,8 @@ interpreter (this environment's ``python3``, protobuf with its compiled backend)
 trainers differ. Reported: wall time of each whole command (start-up, training, export) and the
 ratio of ML-Agents' wall time to ours.
 
-    python scripts/bench_unity_learn.py --steps 200000 --areas 16 --num-envs 2
+    python scripts/bench_unity_learn.py --steps 200000 --areas 16 --num-envs 2 \
+        [--old-python /tmp/ghost-old/.venv/bin/python]
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ def run(which: str, config: Path, folder: Path, args: argparse.Namespace, port: 
               "--force"]  # fmt: skip
     if which == "ml-agents":
         command = [PEER_PYTHON, "-c", PEER_LAUNCH, *common]
+    elif which == "ghost-trainer (old)":
+        command = [str(Path(args.old_python).parent / "ghost-learn"), *common]
     else:
         command = [str(Path(sys.executable).parent / "ghost-learn"), *common]
     # the player's `#!/usr/bin/env python3` is this environment's interpreter for both
@@ -93,14 +96,19 @@ def main() -> None:
     parser.add_argument("--areas", type=int, default=16)
     parser.add_argument("--num-envs", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument(
+        "--old-python", help="also run the ghost-learn of another environment (its interpreter)"
+    )
     args = parser.parse_args()
     walls: dict[str, list[float]] = {"ghost-trainer": [], "ml-agents": []}
+    if args.old_python:
+        walls["ghost-trainer (old)"] = []
     with tempfile.TemporaryDirectory(prefix="bench-unity-learn-") as tmp:
         folder = Path(tmp)
         config = folder / "pong.yaml"
         config.write_text(yaml.safe_dump(trainer_yaml(args.steps)))
         for repeat in range(args.repeats):
-            order = ["ml-agents", "ghost-trainer"]
+            order = list(walls)
             if repeat % 2:
                 order.reverse()
             for which in order:
@@ -112,6 +120,9 @@ def main() -> None:
     ours, theirs = (statistics.median(walls[k]) for k in ("ghost-trainer", "ml-agents"))
     print(f"median wall: ghost-learn {ours:.1f} s, mlagents-learn {theirs:.1f} s; "
           f"ML-Agents / ours = {theirs / ours:.2f}x")  # fmt: skip
+    if args.old_python:
+        old = statistics.median(walls["ghost-trainer (old)"])
+        print(f"median wall of the old ghost-learn {old:.1f} s; old / new = {old / ours:.2f}x")
 
 
 if __name__ == "__main__":
