@@ -36,8 +36,6 @@ from envs.exceptions import EnvironmentSourceError
 from envs.seated_game import Seat, SeatedGame, Table
 from envs.vector_game import mix_seed
 
-#: ``--env pettingzoo:<module path>`` names a PettingZoo environment module
-ENV_PREFIX = "pettingzoo:"
 #: tables per environment when ``env_settings.num_areas`` is left at 1
 DEFAULT_COPIES = 16
 _SEAT_MODES = ("auto", "teams", "separate")

@@ -1,9 +1,17 @@
 """ghost-trainer: self-play training for adversarial games on the ML-Agents BaseEnv API.
 
 ``ghost.train(config, env=..., run_id=...)`` runs a training session from Python (see
-``ghost.running.api``); ``SelfPlayCallback`` receives its events. The package's layers:
-``ghost.core`` (self-play bookkeeping), ``ghost.config`` (the run configuration),
-``ghost.running`` (sessions, the API, ``ghost-learn``), ``ghost.evaluation`` (``ghost-eval``).
+``ghost.running.api``); ``SelfPlayCallback`` receives its events. The package's layers, bottom
+first (a layer imports those below it, never one above, not even inside a function):
+
+1. ``ghost.core``: self-play bookkeeping (torch-free);
+2. ``ghost.config``: the run configuration;
+3. ``ghost.play``: games between policies and a results folder read back (``RunRecord``);
+4. ``ghost.running``: sessions, the API, ``ghost-learn``;
+5. ``ghost.evaluation``: ``ghost-eval`` (its exploiters train through ``ghost.running``).
+
+``ghost.mlagents_plugin`` stands apart, on ``core`` and ``config`` only; ``ghost.exceptions``
+and ``ghost.command_line`` lie beneath them all. ``tests/test_layers.py`` keeps the order.
 """
 
 from __future__ import annotations

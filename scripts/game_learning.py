@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from envs.games import scripted_levels  # noqa: E402
-from ghost.evaluation.head_to_head import evaluate  # noqa: E402
+from ghost.play.head_to_head import evaluate  # noqa: E402
 from trainers.policy import load_policy  # noqa: E402
 
 SIDES = {"strikers_vs_goalie": ["Striker", "Goalie"]}

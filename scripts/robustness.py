@@ -120,7 +120,7 @@ def exports_average(run: Path) -> bool:
 def score_scripted(game: str, run: Path, sides: tuple[str | None, ...]) -> dict[str, Any]:
     """Win rates of the exported policy (and, where that is the average policy, of the last
     learner too, as ``learner: ...``) against the scripted levels."""
-    from ghost.evaluation.head_to_head import evaluate
+    from ghost.play.head_to_head import evaluate
 
     scores: dict[str, Any] = {}
     for side in sides:

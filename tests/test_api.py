@@ -11,6 +11,7 @@ import ghost
 from ghost.config.loader import load_options
 from ghost.evaluation.cli import main as ghost_eval
 from ghost.exceptions import ConfigError, RunDirectoryError
+from ghost.running import api
 from tests.fake_envs import make_duel
 
 TENNIS = {
@@ -102,6 +103,36 @@ def test_train_resumes_and_refuses_to_overwrite(tmp_path):
     longer = {"behaviors": {"Duel": {**config["behaviors"]["Duel"], "max_steps": 900}}}
     resumed = ghost.train(longer, env=make_duel, run_id="duel", results_dir=tmp_path, resume=True)
     assert resumed.steps["Duel"] >= 900
+
+
+def test_train_resolves_keywords_seed_and_resume_rules_into_the_recorded_options(
+    tmp_path, monkeypatch, caplog
+):
+    calls = []
+    monkeypatch.setattr(
+        api, "run_training",
+        lambda options, *, env_factory, run_dir, callbacks=(): calls.append((options, run_dir)),
+    )  # fmt: skip
+    config = {"behaviors": {"Duel": {"self_play": {}}}}
+    ghost.train(config, env=make_duel, run_id="s", results_dir=tmp_path, num_envs=2,
+                overrides={"debug": True})  # fmt: skip
+    [(options, run_dir)] = calls
+    assert options.env_settings.num_envs == 2 and options.debug
+    assert options.env_settings.env_path == "tests.fake_envs:make_duel"
+    assert 0 <= options.env_settings.seed < 10_000  # seed -1 drawn once...
+    assert load_options(run_dir.layout.configuration_path) == options  # ...and recorded as is
+    # a resumed run keeps the seed it recorded
+    ghost.train(config, env=make_duel, run_id="s", results_dir=tmp_path, resume=True)
+    assert calls[-1][0].env_settings.seed == options.env_settings.seed
+    # initialize_from given beats the config's resume (ML-Agents' rule, as with the flags)
+    resuming = {**config, "checkpoint_settings": {"resume": True}}
+    with caplog.at_level("WARNING"):
+        ghost.train(resuming, env=make_duel, run_id="t", results_dir=tmp_path, initialize_from="s")
+    assert "initialize_from given: ignoring resume from the configuration" in caplog.text
+    assert calls[-1][0].checkpoint_settings.resume is False
+    assert calls[-1][0].checkpoint_settings.initialize_from == "s"
+    with pytest.raises(ConfigError, match="config must be a YAML file path, a dict or RunOptions"):
+        ghost.train(42, env=make_duel, run_id="u", results_dir=tmp_path)
 
 
 def test_train_takes_a_baseenv_instance_but_only_one(tmp_path):

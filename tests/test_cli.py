@@ -240,6 +240,42 @@ def test_resume_of_a_missing_run(capsys, tmp_path, training):
     assert code == 2 and "cannot resume run 'ppo'" in err and "without --resume" in err
 
 
+@pytest.mark.parametrize(
+    ("yaml_settings", "flags", "resume", "initialize_from", "warning"),
+    [
+        ({"resume": True}, {"checkpoint_settings.initialize_from": "old"}, False, "old",
+         "--initialize-from given: ignoring resume from the configuration"),
+        ({"initialize_from": "old"}, {"checkpoint_settings.resume": True}, True, None,
+         "both resume and initialize_from='old' are set: resuming"),
+        ({}, {"checkpoint_settings.resume": True, "checkpoint_settings.initialize_from": "old"},
+         True, None, "resuming, ignoring initialize_from"),
+        ({"resume": True, "initialize_from": "old"}, {}, True, None, "resuming"),
+    ],
+    ids=["init-flag-beats-yaml-resume", "resume-flag-beats-yaml-init", "both-flags",
+         "both-in-yaml"],
+)  # fmt: skip
+def test_resume_and_initialize_from_together(
+    write_yaml, caplog, yaml_settings, flags, resume, initialize_from, warning
+):
+    config = write_yaml({"checkpoint_settings": yaml_settings})
+    with caplog.at_level("WARNING"):
+        options = cli.load_run_options(str(config), flags)
+    assert options.checkpoint_settings.resume is resume
+    assert options.checkpoint_settings.initialize_from == initialize_from
+    assert warning in caplog.text
+
+
+def test_check_draws_a_seed_for_itself_only(write_yaml, tmp_path):
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "configuration.yaml").write_text("env_settings: {seed: 7}\n")
+    flags = {"checkpoint_settings.results_dir": str(tmp_path), "checkpoint_settings.run_id": "r",
+             "checkpoint_settings.resume": True}  # fmt: skip
+    assert cli.load_run_options(None, flags).env_settings.seed == 7  # the recorded seed
+    assert cli.load_run_options(None, {**flags, "env_settings.seed": "5"}).env_settings.seed == 5
+    checked = cli.load_run_options(None, flags, check=True).env_settings.seed
+    assert 0 <= checked < 10_000
+
+
 # -- the run folder -----------------------------------------------------------------------------
 def prepare(tmp_path, **settings) -> RunDirectory:
     return RunDirectory.prepare(CheckpointSettings(results_dir=str(tmp_path), **settings))

@@ -14,14 +14,9 @@ from mlagents_envs.base_env import ActionTuple
 from envs.games import make_game
 from envs.matrix_games import RockPaperScissors
 from ghost.evaluation.cli import main
-from ghost.evaluation.head_to_head import (
-    EvaluationResult,
-    evaluate,
-    evaluate_against_snapshots,
-    evaluate_run,
-    wilson_interval,
-)
+from ghost.evaluation.snapshots import evaluate_against_snapshots, evaluate_run
 from ghost.exceptions import CheckpointError, ConfigError, EnvironmentSourceError
+from ghost.play.head_to_head import EvaluationResult, evaluate, wilson_interval
 from ghost.running import cli as learn_cli
 from trainers.policy import TorchPolicy
 from trainers.settings import NetworkSettings
@@ -206,10 +201,10 @@ def test_every_snapshot_of_a_run_is_evaluated_with_its_step_and_rating(tiny_run)
 def test_cli_prints_a_table(tmp_path, capsys):
     path = save_policy(tmp_path / "rps.pt", "rock_paper_scissors", "RockPaperScissors?team=0",
                        (0.2, 0.6, 0.2))  # fmt: skip
-    code = main([str(path), "--game", "rock_paper_scissors", "--against", "rock",
+    code = main(["match", str(path), "--game", "rock_paper_scissors", "--against", "rock",
                  "--episodes", "50"])  # fmt: skip
-    out = capsys.readouterr().out
-    assert code == 0
+    out, err = capsys.readouterr()
+    assert code == 0 and err == ""
     for expected in ("wins", "draws", "losses", "interrupted", "mean score", "95% CI",
                      "exploitability of the policy:   0.4000 (0.200, 0.600, 0.200)"):  # fmt: skip
         assert expected in out
@@ -217,7 +212,7 @@ def test_cli_prints_a_table(tmp_path, capsys):
 
 def test_cli_json_is_one_object(tmp_path, capsys):
     path = save_policy(tmp_path / "Tennis.pt", "tennis", "Tennis?team=0")
-    code = main([str(path), "--game", "tennis", "--against", "strong", "--episodes", "12",
+    code = main(["match", str(path), "--game", "tennis", "--against", "strong", "--episodes", "12",
                  "--json"])  # fmt: skip
     data = json.loads(capsys.readouterr().out)
     assert code == 0
@@ -228,13 +223,22 @@ def test_cli_json_is_one_object(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["missing/Tennis.pt", "--game", "tennis", "--against", "strong"], "no such policy file"),
-        (["strong", "--game", "tennis", "--against", "medum"], "did you mean 'medium'"),
-        (["strong", "--game", "golf", "--against", "random"], "unknown game 'golf'"),
-        (["strong", "--against", "random"], "pass --game"),
-        (["strong", "--game", "tennis"], "nothing to do"),
+        (["match", "missing/Tennis.pt", "--game", "tennis", "--against", "strong"],
+         "no such policy file"),
+        (["match", "strong", "--game", "tennis", "--against", "medum"], "did you mean 'medium'"),
+        (["match", "strong", "--game", "golf", "--against", "random"], "unknown game 'golf'"),
+        (["match", "strong", "--against", "random"], "pass --game"),
+        (["snapshots", "strong", "--game", "tennis", "--against", "weak"],
+         "not inside a run folder"),
+        (["league", "strong"], "ghost-eval league needs a run folder"),
+        (["report", "strong", "x.png"], "ghost-eval report needs a run folder"),
+        (["exploit", "strong", "--steps", "10"], "ghost-eval exploit needs the folder of a run"),
+        (["exploitability", "strong"], "ghost-eval exploitability needs the folder of a run"),
+        (["match", "strong", "--game", "tennis", "--against", "weak", "--ray-address", "auto"],
+         "--ray-address plays many evaluations at once"),
+        (["strong", "--game", "tennis"], "nothing to do"),  # the flag form, said as before
     ],
-)
+)  # fmt: skip
 def test_cli_user_errors_are_one_line_and_exit_2(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -243,22 +247,55 @@ def test_cli_user_errors_are_one_line_and_exit_2(argv, message, capsys):
 
 
 def test_cli_on_a_run_folder_infers_the_game_and_plays_the_snapshots(tiny_run, capsys):
-    assert main([str(tiny_run), "--against", "paper", "--episodes", "20"]) == 0
+    assert main(["match", str(tiny_run), "--against", "paper", "--episodes", "20"]) == 0
     assert "rock_paper_scissors: " in capsys.readouterr().out
-    assert main([str(tiny_run), "--against", "snapshots", "--episodes", "20", "--json"]) == 0
+    argv = ["match", str(tiny_run), "--against", "snapshots", "--episodes", "20", "--json"]
+    assert main(argv) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["game"] == "rock_paper_scissors" and len(data["evaluations"]) >= 2
     assert data["evaluations"][0]["step"] == 0
-    assert main([str(tiny_run), "--against", "rock", "--each-snapshot", "--episodes", "20"]) == 0
+    assert main(["snapshots", str(tiny_run), "--against", "rock", "--episodes", "20"]) == 0
     out = capsys.readouterr().out
     assert "each snapshot of RockPaperScissors" in out and "exploitability" in out
+
+
+def test_cli_flag_form_still_works_with_a_note_naming_the_command(tiny_run, capsys):
+    argv = [str(tiny_run), "--against", "rock", "--episodes", "20", "--json"]
+    assert main(["match", *argv]) == 0
+    new = capsys.readouterr()
+    assert main(argv) == 0
+    old = capsys.readouterr()
+    assert old.out == new.out and new.err == ""
+    assert old.err == (
+        f"ghost-eval: note: the flag form is deprecated; use "
+        f"'ghost-eval match {tiny_run} --against rock ...'\n"
+    )
+    assert main([str(tiny_run), "--against", "rock", "--each-snapshot", "--episodes", "20"]) == 0
+    out, err = capsys.readouterr()
+    assert "each snapshot of RockPaperScissors" in out
+    assert f"use 'ghost-eval snapshots {tiny_run} --against rock ...'" in err
+
+
+def test_cli_league_of_a_run(tiny_run, capsys):
+    argv = ["league", str(tiny_run), "--games-per-pair", "4", "--include-levels", "rock", "--json"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    players = json.loads(out)["league"]["players"]
+    assert "rock" in {player["player"] for player in players} and "league: " in err
 
 
 def test_cli_report_of_a_real_run(tiny_run, tmp_path, capsys):
     from PIL import Image
 
     out = tmp_path / "report.png"
-    assert main([str(tiny_run), "--report", str(out)]) == 0
+    assert main(["report", str(tiny_run), str(out)]) == 0
     assert f"report: {out}" in capsys.readouterr().out
     with Image.open(out) as image:
         assert image.format == "PNG" and image.size[0] > 600
+    # the flag form may draw the report beside an evaluation, in one JSON object
+    assert main([str(tiny_run), "--report", str(out), "--against", "rock", "--episodes", "4",
+                 "--json"]) == 0  # fmt: skip
+    output = capsys.readouterr()
+    data = json.loads(output.out)
+    assert data["report"] == str(out) and data["episodes"] == 4
+    assert f"'ghost-eval report {tiny_run} {out}' and 'ghost-eval match" in output.err

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ghost.evaluation.head_to_head import evaluate
+from ghost.play.head_to_head import evaluate
 from ghost.running import cli
 
 pytestmark = pytest.mark.slow

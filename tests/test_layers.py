@@ -1,5 +1,10 @@
 """The layers stay layers: ``envs`` ← ``trainers`` ← ``ghost``, and no import cycles anywhere.
 
+Inside ``ghost`` the subpackages are ordered too (``GHOST_ORDER``, bottom first): ``core`` <
+``config`` < ``play`` < ``running`` < ``evaluation``, with ``mlagents_plugin`` apart (on ``core``
+and ``config`` only) and the modules ``ghost.exceptions`` and ``ghost.command_line`` beneath them
+all. A module imports its own subpackage and those below it, never one above.
+
 Every import statement of every project module counts, top-level or inside a function.
 """
 
@@ -13,6 +18,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("envs", "trainers", "ghost")
+
+#: the subpackages of ``ghost``, bottom first: each may import those before it, none after it
+GHOST_ORDER = ("ghost.core", "ghost.config", "ghost.play", "ghost.running", "ghost.evaluation")
+#: beside the order: what each may import; nothing else in ``ghost`` imports it
+GHOST_APART = {"ghost.mlagents_plugin": ("ghost.core", "ghost.config")}
+#: modules of ``ghost`` itself, beneath every subpackage (they import none)
+GHOST_BASE = ("ghost", "ghost.exceptions", "ghost.command_line")
 
 
 def _module_name(path: Path) -> str:
@@ -103,6 +115,77 @@ def test_lower_layers_never_import_ghost():
         if module.split(".")[0] == "envs"
     }
     assert {m: t for m, t in envs_on_trainers.items() if t} == {}
+
+
+def ghost_unit(module: str) -> str:
+    """The subpackage (``ghost.running``) or base module (``ghost.exceptions``) of ``module``."""
+    return module if module in GHOST_BASE else ".".join(module.split(".")[:2])
+
+
+def may_import(unit: str, target: str) -> bool:
+    """Whether a module of ``unit`` may import one of ``target`` (both ``ghost_unit`` values)."""
+    if unit == target or target in GHOST_BASE:
+        return True
+    if unit in GHOST_BASE:
+        return False
+    if unit in GHOST_APART:
+        return target in GHOST_APART[unit]
+    if target in GHOST_APART or target not in GHOST_ORDER:
+        return False
+    return GHOST_ORDER.index(target) < GHOST_ORDER.index(unit)
+
+
+def order_violations(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Module → the ``ghost`` modules it imports against ``GHOST_ORDER`` (empty when none)."""
+    found = {}
+    for module, targets in graph.items():
+        if module.split(".")[0] != "ghost":
+            continue
+        wrong = sorted(
+            t
+            for t in targets
+            if t.split(".")[0] == "ghost" and not may_import(ghost_unit(module), ghost_unit(t))
+        )
+        if wrong:
+            found[module] = wrong
+    return found
+
+
+def test_every_ghost_subpackage_has_a_place_in_the_order():
+    placed = set(GHOST_ORDER) | set(GHOST_APART) | set(GHOST_BASE)
+    units = {ghost_unit(m) for m in project_modules() if m.split(".")[0] == "ghost"}
+    assert sorted(units - placed) == []
+    assert sorted((set(GHOST_ORDER) | set(GHOST_APART)) - units) == []
+
+
+def test_ghost_subpackages_import_downward_only():
+    assert order_violations(import_graph()) == {}
+
+
+def test_the_order_checker_sees_upward_and_sideways_imports():
+    graph = {
+        "ghost.running.session": {"ghost.evaluation.report", "ghost.play.matches"},
+        "ghost.evaluation.exploiter": {"ghost.running.api", "ghost.exceptions"},
+        "ghost.core.controller": {"ghost.mlagents_plugin.runs"},
+        "ghost.mlagents_plugin.runs": {"ghost.core.controller", "ghost.play.matches"},
+        "ghost.exceptions": {"ghost.core.settings"},
+    }
+    assert order_violations(graph) == {
+        "ghost.running.session": ["ghost.evaluation.report"],
+        "ghost.core.controller": ["ghost.mlagents_plugin.runs"],
+        "ghost.mlagents_plugin.runs": ["ghost.play.matches"],
+        "ghost.exceptions": ["ghost.core.settings"],
+    }
+
+
+def test_training_imports_with_evaluation_unimportable():
+    """``ghost.running`` (sessions, the API) never needs ``ghost.evaluation``."""
+    code = (
+        "import sys; sys.modules['ghost.evaluation'] = None; "
+        "import ghost.running.api, ghost.running.session, ghost.running.scheduled_evaluation"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
 
 
 def test_no_import_cycles_among_project_modules():

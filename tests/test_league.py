@@ -20,7 +20,7 @@ from ghost.evaluation.league_ratings import (
     ELO_MEAN,
     PairResult,
     fit_bradley_terry,
-    fit_elo,
+    fit_elo_intervals,
     openskill_ratings,
 )
 from ghost.exceptions import ConfigError
@@ -43,21 +43,26 @@ def _simulated(strengths: dict[str, float], games: int, seed: int = 0) -> list[P
     return results
 
 
+def _elo(results: list[PairResult], **kwargs: float) -> dict[str, float]:
+    """Only the ratings of ``fit_elo_intervals``."""
+    return {name: e.elo for name, e in fit_elo_intervals(results, **kwargs).items()}
+
+
 # -- exact math --------------------------------------------------------------------------------
 def test_a_76_percent_score_is_200_elo_and_the_mean_is_1200():
-    ratings = fit_elo([PairResult("a", "b", 76, 0, 24)], prior_draws=0)
+    ratings = _elo([PairResult("a", "b", 76, 0, 24)], prior_draws=0)
     # the MLE matches the observed score exactly: 400 log10(0.76 / 0.24) = 200.24
     assert ratings["a"] - ratings["b"] == pytest.approx(400 * math.log10(0.76 / 0.24), abs=1e-6)
     assert (ratings["a"] + ratings["b"]) / 2 == pytest.approx(ELO_MEAN)
     # draws count half: 70 wins + 12 draws + 18 losses is the same 76% score
-    assert fit_elo([PairResult("a", "b", 70, 12, 18)], prior_draws=0) == pytest.approx(ratings)
+    assert _elo([PairResult("a", "b", 70, 12, 18)], prior_draws=0) == pytest.approx(ratings)
     # one virtual draw barely moves a 100-game result
-    assert fit_elo([PairResult("a", "b", 76, 0, 24)])["a"] == pytest.approx(ratings["a"], abs=1.5)
+    assert _elo([PairResult("a", "b", 76, 0, 24)])["a"] == pytest.approx(ratings["a"], abs=1.5)
 
 
 def test_gaps_add_up_through_common_opponents():
     results = [PairResult("a", "b", 76, 0, 24), PairResult("c", "b", 24, 0, 76)]
-    ratings = fit_elo(results, prior_draws=0)
+    ratings = _elo(results, prior_draws=0)
     gap = 400 * math.log10(0.76 / 0.24)
     assert ratings["a"] - ratings["c"] == pytest.approx(2 * gap, abs=1e-6)
     assert ratings["b"] == pytest.approx(ELO_MEAN)
@@ -66,7 +71,7 @@ def test_gaps_add_up_through_common_opponents():
 def test_the_fit_is_a_maximum_expected_scores_equal_actual_scores():
     results = _simulated({"a": 0, "b": 100, "c": 250, "d": 300}, games=30, seed=5)
     results.append(PairResult("a", "d", 3, 4, 5))
-    ratings = fit_elo(results, prior_draws=0)
+    ratings = _elo(results, prior_draws=0)
     for player in ratings:
         actual = expected = 0.0
         for r in results:
@@ -80,21 +85,21 @@ def test_the_fit_is_a_maximum_expected_scores_equal_actual_scores():
 
 def test_a_perfect_record_needs_the_prior_and_stays_finite_with_it():
     with pytest.raises(ValueError, match="prior_draws > 0"):
-        fit_elo([PairResult("a", "b", 40, 0, 0)], prior_draws=0)
+        _elo([PairResult("a", "b", 40, 0, 0)], prior_draws=0)
     chain = [PairResult("a", "b", 3, 0, 2), PairResult("b", "c", 4, 0, 0)]
     with pytest.raises(ValueError, match="'c' and the players it scored against never"):
-        fit_elo([*chain, PairResult("a", "c", 5, 0, 0)], prior_draws=0)
-    assert fit_elo([*chain, PairResult("c", "a", 1, 0, 5)], prior_draws=0)["c"] < 1200
-    ratings = fit_elo([PairResult("a", "b", 40, 0, 0)])  # 40.5 of 41 points
+        _elo([*chain, PairResult("a", "c", 5, 0, 0)], prior_draws=0)
+    assert _elo([*chain, PairResult("c", "a", 1, 0, 5)], prior_draws=0)["c"] < 1200
+    ratings = _elo([PairResult("a", "b", 40, 0, 0)])  # 40.5 of 41 points
     assert ratings["a"] - ratings["b"] == pytest.approx(400 * math.log10(40.5 / 0.5), abs=1e-6)
     with pytest.raises(ValueError, match="prior_draws must be >= 0"):
-        fit_elo([PairResult("a", "b", 1, 0, 1)], prior_draws=-1)
+        _elo([PairResult("a", "b", 1, 0, 1)], prior_draws=-1)
 
 
 def test_known_strengths_are_recovered_by_elo_and_ordered_by_openskill():
     truth = {"p0": 0.0, "p1": 150.0, "p2": 300.0, "p3": 450.0, "p4": 600.0}
     results = _simulated(truth, games=400, seed=1)
-    ratings = fit_elo(results)
+    ratings = _elo(results)
     assert sorted(ratings, key=ratings.get) == list(truth)
     for name in truth:  # each gap to p0 within ~3 standard errors (about 30 Elo)
         assert ratings[name] - ratings["p0"] == pytest.approx(truth[name], abs=40)

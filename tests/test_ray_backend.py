@@ -244,7 +244,7 @@ def test_scheduled_evaluation_games_played_as_ray_tasks_are_reported(tennis_runs
 
 def test_each_game_runner_hands_back_only_its_own_results():
     # the session gives every behavior its own runner: results must not cross between them
-    from ghost.evaluation.game_runner import RayGames
+    from ghost.play.game_runner import RayGames
 
     striker, goalie = RayGames(), RayGames()
     striker.submit("s", dict, side="Striker")
@@ -255,8 +255,8 @@ def test_each_game_runner_hands_back_only_its_own_results():
 
 
 def test_league_pairs_played_as_ray_tasks_give_the_same_table(tennis_runs):
-    from ghost.evaluation.game_runner import RayGames
     from ghost.evaluation.league import play_league
+    from ghost.play.game_runner import RayGames
 
     run = tennis_runs["local"][0]
     inline = play_league(run, games_per_pair=6, include_levels=["weak"], seed=2)
@@ -300,8 +300,8 @@ def test_the_stand_in_unity_build_trains_inside_ray_actors(tmp_path):
 
 
 def test_snapshot_evaluations_played_as_ray_tasks_give_the_same_rows(tennis_runs):
-    from ghost.evaluation.game_runner import RayGames
-    from ghost.evaluation.head_to_head import evaluate_run
+    from ghost.evaluation.snapshots import evaluate_run
+    from ghost.play.game_runner import RayGames
 
     run = tennis_runs["local"][0]
     inline = evaluate_run(run, "Tennis", opponent="weak", episodes=6, seed=3)

@@ -7,6 +7,13 @@ import attrs
 from envs.validators import non_negative, positive, unit_interval
 from trainers.settings import HyperparamSettings, ScheduleType
 
+#: why ``shared_critic: true`` is refused, by the config loader (naming the key path) and by
+#: ``PPOTrainer`` (for settings built in code)
+SHARED_CRITIC_UNSUPPORTED = (
+    "a critic sharing the actor's network body is not supported yet; remove `shared_critic` "
+    "(the critic gets its own network of the same shape)"
+)
+
 
 def _fraction(instance: object, attribute: attrs.Attribute, value: float) -> None:
     if not 0.0 < value < 1.0:
@@ -60,6 +67,8 @@ class OnPolicySettings(HyperparamSettings):
 class PPOSettings(OnPolicySettings):
     """PPO (see ``OnPolicySettings``); ``beta``/``epsilon`` schedules follow the learning rate's."""
 
+    #: ML-Agents' critic as a value head on the actor's body: ``true`` is refused, see
+    #: ``SHARED_CRITIC_UNSUPPORTED``
     shared_critic: bool = False
 
 
@@ -74,10 +83,7 @@ class POCASettings(OnPolicySettings):
 
 @attrs.frozen(kw_only=True)
 class SACSettings(HyperparamSettings):
-    """SAC: off-policy updates from a replay buffer of ``buffer_size`` transitions.
-
-    ``reward_signal_steps_per_update`` defaults to ``steps_per_update``.
-    """
+    """SAC: off-policy updates from a replay buffer of ``buffer_size`` transitions."""
 
     batch_size: int = attrs.field(default=128, validator=positive)
     buffer_size: int = attrs.field(default=50000, validator=positive)
@@ -86,13 +92,9 @@ class SACSettings(HyperparamSettings):
     steps_per_update: float = attrs.field(default=1.0, validator=positive)
     save_replay_buffer: bool = False
     init_entcoef: float = attrs.field(default=1.0, validator=positive)
+    #: agent steps per reward-signal update (ML-Agents); no effect yet: the only reward signal,
+    #: extrinsic, has no network to update
     reward_signal_steps_per_update: float | None = attrs.field(default=None, validator=positive)
 
     def __attrs_post_init__(self) -> None:
         _check_batch_fits(self.batch_size, self.buffer_size, "is the replay buffer's capacity")
-
-    @property
-    def reward_signal_steps_per_update_resolved(self) -> float:
-        if self.reward_signal_steps_per_update is None:
-            return self.steps_per_update
-        return self.reward_signal_steps_per_update

@@ -9,12 +9,12 @@ channels).
 from __future__ import annotations
 
 import torch
-from mlagents_envs.base_env import DimensionProperty, ObservationSpec
+from mlagents_envs.base_env import DimensionProperty, ObservationSpec, ObservationType
 from torch import nn
 
 from trainers.exceptions import UnsupportedFeatureError
 from trainers.normalizer import RunningNormalizer
-from trainers.settings import SUPPORTED_ENCODERS, EncoderType, NetworkSettings
+from trainers.settings import SUPPORTED_ENCODERS, ConditioningType, EncoderType, NetworkSettings
 
 #: smallest image side each encoder accepts (its kernels and strides need it)
 MIN_IMAGE_SIDE = {
@@ -86,6 +86,18 @@ def _visual_encoder(spec: ObservationSpec, kind: EncoderType, output_size: int) 
     return nn.Sequential(conv, nn.Flatten(), nn.Linear(flat, output_size), nn.LeakyReLU())
 
 
+def _check_goal_conditioning(obs_specs: list[ObservationSpec], settings: NetworkSettings) -> None:
+    """Refuse ML-Agents' hypernetwork goal conditioning rather than silently feeding the goal as
+    an ordinary input (which is what ``none`` asks for, and what the encoder does)."""
+    goals = [s.name for s in obs_specs if s.observation_type == ObservationType.GOAL_SIGNAL]
+    if goals and settings.goal_conditioning_type == ConditioningType.HYPER:
+        raise UnsupportedFeatureError(
+            f"network_settings.goal_conditioning_type = 'hyper' (the default) is not supported "
+            f"yet, and the environment has goal-signal observations ({', '.join(goals)}); set "
+            "`goal_conditioning_type: none` to feed them to the network as ordinary inputs"
+        )
+
+
 class ObservationEncoder(nn.Module):
     """All observations of an agent → one feature vector of size ``output_size``."""
 
@@ -96,6 +108,7 @@ class ObservationEncoder(nn.Module):
         other = [s.shape for s in obs_specs if len(s.shape) not in (1, 3)]
         if other:
             raise UnsupportedFeatureError(f"observations of shape {other} are not supported yet")
+        _check_goal_conditioning(obs_specs, settings)
         vector_size = sum(obs_specs[i].shape[0] for i in self.vector_indices)
         self.normalizer = (
             RunningNormalizer(vector_size) if settings.normalize and vector_size else None

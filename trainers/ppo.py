@@ -6,9 +6,6 @@ normalized over the buffer, then ``num_epoch`` shuffled passes of ``batch_size``
 ``policy_loss + 0.5 * value_loss - beta * entropy`` (clipped surrogate and clipped value loss).
 ``learning_rate``, ``beta`` and ``epsilon`` decay linearly to 1e-10, 1e-5 and 0.1 over ``max_steps``
 when their schedule is ``linear``.
-
-Size: ``_optimize`` (about 60 lines) is the PPO update as the paper writes it (epochs × minibatches,
-clipped surrogate, value loss, entropy), kept in one piece on purpose.
 """
 
 from __future__ import annotations
@@ -20,8 +17,9 @@ import numpy as np
 import torch
 
 from trainers.buffers import RolloutBuffer
+from trainers.exceptions import UnsupportedFeatureError
 from trainers.gae import compute_gae
-from trainers.hyperparameters import PPOSettings
+from trainers.hyperparameters import SHARED_CRITIC_UNSUPPORTED, PPOSettings
 from trainers.magnet import Magnet
 from trainers.networks import ValueNetwork
 from trainers.policy import TorchPolicy, to_tensors
@@ -49,6 +47,8 @@ class PPOTrainer(RLTrainer):
     hyperparameters: PPOSettings
 
     def _make_learner(self, policy: TorchPolicy) -> None:
+        if self.hyperparameters.shared_critic:
+            raise UnsupportedFeatureError(SHARED_CRITIC_UNSUPPORTED)
         self.critic = ValueNetwork(
             list(policy.behavior_spec.observation_specs), self.settings.network_settings
         ).to(self.device)

@@ -9,9 +9,6 @@ vanish (a crashed environment worker) simply leave their pending action behind.
 Every completed transition carries ``continues``: whether the same agent's next transition follows
 it in the same trajectory. A trajectory ends with the episode or after ``time_horizon`` steps (the
 transition is then bootstrapped from its next observation's value, as ML-Agents does).
-
-Size: ``TransitionAssembler.add`` (65 lines) is the vectorised hot path of every step; split,
-it would pass a dozen arrays between helpers.
 """
 
 from __future__ import annotations

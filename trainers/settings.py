@@ -37,6 +37,14 @@ class EncoderType(str, enum.Enum):
 SUPPORTED_ENCODERS = (EncoderType.SIMPLE, EncoderType.NATURE_CNN, EncoderType.FULLY_CONNECTED)
 
 
+class ConditioningType(str, enum.Enum):
+    """How goal-signal observations condition the network (ML-Agents' ``goal_conditioning_type``):
+    ``hyper`` through a hypernetwork (not supported yet), ``none`` as ordinary inputs."""
+
+    HYPER = "hyper"
+    NONE = "none"
+
+
 @attrs.frozen(kw_only=True)
 class MemorySettings:
     """Recurrent memory (accepted by the schema, rejected by the loader until it exists)."""
@@ -54,7 +62,8 @@ class NetworkSettings:
     num_layers: int = attrs.field(default=2, validator=positive)
     vis_encode_type: EncoderType = EncoderType.SIMPLE
     memory: MemorySettings | None = None
-    goal_conditioning_type: str = "hyper"
+    #: only matters with goal-signal observations, where ``hyper`` is refused (``networks``)
+    goal_conditioning_type: ConditioningType = ConditioningType.HYPER
     deterministic: bool = False
 
 
@@ -95,7 +104,8 @@ class TrainerSettings:
     max_steps: int = attrs.field(default=500000, validator=non_negative)
     time_horizon: int = attrs.field(default=64, validator=positive)
     summary_freq: int = attrs.field(default=50000, validator=positive)
-    #: accepted for ML-Agents compatibility; it has no effect here
+    #: ML-Agents' trainer-in-its-own-thread switch; trainers here always update in the main loop,
+    #: so ``true`` only draws a warning from the config loader
     threaded: bool = False
     behavioral_cloning: dict[str, Any] | None = None
 

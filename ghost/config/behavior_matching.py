@@ -1,7 +1,4 @@
-"""Matching an environment's behaviors to the configuration, before anything trains.
-
-Size: ``match_behaviors`` (76 lines) is a sequence of checks, each with its own error message.
-"""
+"""Matching an environment's behaviors to the configuration, before anything trains."""
 
 from __future__ import annotations
 

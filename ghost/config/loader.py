@@ -1,12 +1,15 @@
 """Reading and writing a run configuration: YAML files, flag overrides, ``configuration.yaml``.
 
-The strict conversion itself (error paths, ML-Agents' ``default_settings`` semantics) lives in
-``ghost.config.structuring``; every function here goes through it.
+``resolve_options`` is the one place a run's final ``RunOptions`` is built, for ``ghost.train``
+and ``ghost-learn`` alike: config, overrides, the resume/initialize-from rule and the seed, in
+that order. The strict conversion itself (error paths, ML-Agents' ``default_settings``
+semantics) lives in ``ghost.config.structuring``; every function here goes through it.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,12 +18,17 @@ from typing import Any
 import attrs
 import yaml
 
-from ghost.config.settings import BehaviorSettings, RunOptions
+from ghost.config.settings import BehaviorSettings, CheckpointSettings, RunOptions
 from ghost.config.structuring import ConfigProblem, converter, fields_of, structure_field
 from ghost.exceptions import ConfigError
 from trainers.atomic_files import atomic_write_text
+from trainers.run_layout import RunLayout
 
 logger = logging.getLogger(__name__)
+
+#: what ``resolve_options`` reads: a YAML path, a parsed YAML dict, ``RunOptions``, or None (the
+#: defaults)
+ConfigSource = str | os.PathLike[str] | Mapping[str, Any] | RunOptions | None
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -62,7 +70,7 @@ def options_from_dict(raw: Mapping[str, Any] | None) -> RunOptions:
         raise problem.to_error() from None
 
 
-def read_yaml(path: str | Path) -> Any:
+def read_yaml(path: str | os.PathLike[str]) -> Any:
     """Parse a YAML file, turning I/O and syntax problems into ``ConfigError``."""
     path = Path(path)
     try:
@@ -88,7 +96,7 @@ def read_yaml(path: str | Path) -> Any:
         ) from None
 
 
-def load_options(path: str | Path) -> RunOptions:
+def load_options(path: str | os.PathLike[str]) -> RunOptions:
     """Read a trainer config YAML file (ML-Agents' schema) into ``RunOptions``."""
     raw = read_yaml(path)
     try:
@@ -105,6 +113,10 @@ def apply_overrides(
 ) -> RunOptions:
     """``options`` with some keys replaced, checked exactly like YAML values.
 
+    Every value is checked first, then each section changed is rebuilt once, with all its new
+    values (so two keys checked against each other, such as ``batch_size`` and ``buffer_size``,
+    can change together).
+
     Args:
         options: the configuration to start from.
         overrides: ``{"env_settings.seed": 3, "debug": True}``: a top-level key or
@@ -112,6 +124,7 @@ def apply_overrides(
         labels: how to name a key in errors (``{"env_settings.seed": "--seed"}``).
     """
     labels = labels or {}
+    changes: dict[str, dict[str, Any]] = {}  # section ("" = top level) -> {field: new value}
     for key, value in overrides.items():
         section, _, name = key.rpartition(".")
         holder: Any = getattr(options, section) if section else options
@@ -119,30 +132,35 @@ def apply_overrides(
         if field is None:
             raise ConfigError(f"{key}: not a configuration key that can be overridden")
         try:
-            new_value = structure_field(value, field)
+            changes.setdefault(section, {})[name] = structure_field(value, field)
         except ConfigProblem as problem:
             raise problem.to_error(prefix=(labels.get(key, key),)) from None
-        change: dict[str, Any] = {name: new_value}
-        if section:
-            change = {section: attrs.evolve(holder, **change)}
-        options = attrs.evolve(options, **change)
-    return options
+    if not changes:
+        return options
+    top = changes.pop("", {})
+    for section, change in changes.items():
+        top[section] = attrs.evolve(top.get(section, getattr(options, section)), **change)
+    return attrs.evolve(options, **top)
 
 
 def with_deterministic_actions(options: RunOptions) -> RunOptions:
     """``options`` with ``network_settings.deterministic`` on for every behavior and the defaults."""
+    return attrs.evolve(options, **_deterministic_behaviors(options))
+
+
+def _deterministic_behaviors(options: RunOptions) -> dict[str, Any]:
+    """The ``behaviors`` and ``default_settings`` of ``with_deterministic_actions``."""
 
     def deterministic(settings: BehaviorSettings) -> BehaviorSettings:
         network = attrs.evolve(settings.network_settings, deterministic=True)
         return attrs.evolve(settings, network_settings=network)
 
-    return attrs.evolve(
-        options,
-        behaviors={name: deterministic(s) for name, s in options.behaviors.items()},
-        default_settings=(
+    return {
+        "behaviors": {name: deterministic(s) for name, s in options.behaviors.items()},
+        "default_settings": (
             deterministic(options.default_settings) if options.default_settings else None
         ),
-    )
+    }
 
 
 def options_to_dict(options: RunOptions) -> dict[str, Any]:
@@ -163,18 +181,99 @@ def write_options(options: RunOptions, path: str | Path) -> None:
     atomic_write_text(path, header + dump_options(options))
 
 
-def with_drawn_seed(
-    options: RunOptions, previous: RunOptions | None = None, *, recorded: bool = True
+def resolve_options(
+    config: ConfigSource,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    labels: Mapping[str, str] | None = None,
+    deterministic: bool = False,
+    record_seed: bool = True,
 ) -> RunOptions:
-    """Replace seed -1 by a drawn seed (or the seed an earlier session of the run drew).
+    """The final configuration of a run, built in one pass; what ``configuration.yaml`` records.
 
-    ``recorded``: the caller writes the result to ``configuration.yaml`` (the log line says so).
+    1. ``config`` read (a YAML path, a parsed dict, ``RunOptions`` as is, or None: the defaults);
+    2. ``overrides`` laid over it, each checked like a YAML value;
+    3. ``deterministic``: every behavior acts with its most likely action;
+    4. ``resume`` and ``initialize_from`` both set (ML-Agents' rule): an override beats the
+       config, and between two equals resuming wins;
+    5. seed -1: a resumed run keeps the seed its ``configuration.yaml`` recorded, any other run
+       draws one.
+
+    Args:
+        config: where the configuration comes from.
+        overrides: ``{config key: value}`` of flags or keyword arguments given (see
+            ``apply_overrides``); only these count as given in step 4.
+        labels: how to name an override in errors and warnings (``{"env_settings.seed":
+            "--seed"}``).
+        deterministic: step 3.
+        record_seed: the caller writes the result to ``configuration.yaml``; False (``--check``)
+            draws a seed for the caller only and says so.
+
+    Raises:
+        ConfigError: a bad config, override or earlier ``configuration.yaml`` (the message names
+            the key and the fix).
     """
-    if options.env_settings.seed != -1:
-        return options
-    seed = previous.env_settings.seed if previous is not None else -1
+    overrides = overrides or {}
+    options = apply_overrides(_read_config(config), overrides, labels=labels)
+    changes: dict[str, Any] = {
+        "checkpoint_settings": _reconcile_resume_and_init(
+            options.checkpoint_settings, overrides, labels or {}
+        ),
+    }
+    seed = _resolved_seed(options.env_settings.seed, changes["checkpoint_settings"], record_seed)
+    if seed != options.env_settings.seed:
+        changes["env_settings"] = attrs.evolve(options.env_settings, seed=seed)
+    if deterministic:
+        changes.update(_deterministic_behaviors(options))
+    return attrs.evolve(options, **changes)
+
+
+def _read_config(config: ConfigSource) -> RunOptions:
+    if config is None:
+        return RunOptions()
+    if isinstance(config, RunOptions):
+        return config
+    if isinstance(config, Mapping):
+        return options_from_dict(config)
+    if isinstance(config, str | os.PathLike):
+        return load_options(config)
+    raise ConfigError(
+        f"config must be a YAML file path, a dict or RunOptions, not {type(config).__name__}"
+    )
+
+
+def _reconcile_resume_and_init(
+    checkpoint: CheckpointSettings, given: Mapping[str, Any], labels: Mapping[str, str]
+) -> CheckpointSettings:
+    """ML-Agents' rule when both ``resume`` and ``initialize_from`` are set: an override beats
+    the config, and between two equals resuming wins."""
+    if not (checkpoint.resume and checkpoint.initialize_from is not None):
+        return checkpoint
+    init_key, resume_key = "checkpoint_settings.initialize_from", "checkpoint_settings.resume"
+    if init_key in given and resume_key not in given:
+        label = labels.get(init_key, "initialize_from")
+        logger.warning("%s given: ignoring resume from the configuration", label)
+        return attrs.evolve(checkpoint, resume=False)
+    logger.warning(
+        "both resume and initialize_from=%r are set: resuming, ignoring initialize_from",
+        checkpoint.initialize_from,
+    )
+    return attrs.evolve(checkpoint, initialize_from=None)
+
+
+def _resolved_seed(seed: int, checkpoint: CheckpointSettings, record: bool) -> int:
+    """``seed``, or for -1 the seed an earlier session of a resumed run recorded, or a new one.
+
+    Only a run that records its seed looks for an earlier one (``--check`` draws its own).
+    """
+    if seed != -1:
+        return seed
+    if record and checkpoint.resume:
+        layout = RunLayout(Path(checkpoint.results_dir) / checkpoint.run_id)
+        if layout.configuration_path.is_file():
+            seed = load_options(layout.configuration_path).env_settings.seed
     if seed == -1:
         seed = secrets.randbelow(10_000)
-        where = "recorded in configuration.yaml" if recorded else "for this check only"
+        where = "recorded in configuration.yaml" if record else "for this check only"
         logger.info("seed -1: drew seed %d (%s)", seed, where)
-    return apply_overrides(options, {"env_settings.seed": seed})
+    return seed

@@ -16,9 +16,6 @@ ML-Agents semantics kept on purpose:
   integers must be whole (``max_steps: 5.0e+7`` is fine, ``2.5`` is not).
 
 All conversion runs through one module-local ``cattrs.Converter``; nothing is registered globally.
-
-Size: ~440 lines: one cattrs converter and every hook it needs; the hooks only make sense
-together.
 """
 
 from __future__ import annotations
@@ -46,7 +43,7 @@ from envs.environment_parameters import (
     UniformSampler,
 )
 from ghost.config.presets import UnknownPresetError, expand_preset
-from ghost.config.settings import BehaviorSettings, RunOptions
+from ghost.config.settings import BehaviorSettings, CheckpointSettings, RunOptions
 from ghost.core.curriculum import EnvironmentParameterSettings, Lesson
 from ghost.core.sampling import sampler_names
 from ghost.core.settings import SamplingSettings
@@ -56,6 +53,7 @@ from ghost.exceptions import (
     UnsupportedFeatureError,
 )
 from trainers import registry
+from trainers.hyperparameters import SHARED_CRITIC_UNSUPPORTED
 from trainers.settings import SUPPORTED_ENCODERS, NetworkSettings
 
 logger = logging.getLogger(__name__)
@@ -349,6 +347,12 @@ def _structure_trainer_settings(value: Any, _: type) -> BehaviorSettings:
             kind=UnsupportedFeatureError,
         ).below("behavioral_cloning")
     settings = _construct(BehaviorSettings, kwargs)
+    if getattr(settings.hyperparameters, "shared_critic", False):
+        raise (
+            ConfigProblem(SHARED_CRITIC_UNSUPPORTED, value=True, kind=UnsupportedFeatureError)
+            .below("shared_critic")
+            .below("hyperparameters")
+        )
     if "extrinsic" not in settings.reward_signals:
         raise ConfigProblem(
             "the extrinsic reward signal is required; add `extrinsic: {}`",
@@ -485,7 +489,38 @@ def _structure_run_options(value: Any, _: type) -> RunOptions:
     elif behaviors is None:
         value["behaviors"] = {}
     kwargs = _structurefields_of(value, RunOptions)
-    return _construct(RunOptions, {**kwargs, "default_settings": default_settings})
+    options = _construct(RunOptions, {**kwargs, "default_settings": default_settings})
+    _warn_ineffective_keys(options)
+    return options
+
+
+def _warn_ineffective_keys(options: RunOptions) -> None:
+    """Warn about ML-Agents keys that are valid but change nothing here when set."""
+    sections = {f"behaviors.{name}": section for name, section in options.behaviors.items()}
+    if options.default_settings is not None:
+        sections["default_settings"] = options.default_settings
+    threaded = [f"{where}.threaded" for where, section in sections.items() if section.threaded]
+    if threaded:
+        logger.warning(
+            "%s: true has no effect: trainers here always update in the main loop, between "
+            "environment steps (ML-Agents' `threaded` runs each in its own thread); remove it",
+            ", ".join(threaded),
+        )
+    _warn_deprecated_checkpoint_flags(options.checkpoint_settings)
+
+
+def _warn_deprecated_checkpoint_flags(checkpoint: CheckpointSettings) -> None:
+    # ML-Agents keeps these deprecated flags in its schema and only warns about them; so do we.
+    if checkpoint.load_model:
+        logger.warning(
+            "checkpoint_settings.load_model (ML-Agents' deprecated --load) has no effect: the run "
+            "does not resume; use `resume: true` (--resume) to continue a run from its checkpoint"
+        )
+    if checkpoint.train_model:
+        logger.warning(
+            "checkpoint_settings.train_model (ML-Agents' deprecated --train) has no effect: "
+            "training is the default; use `inference: true` (--inference) to only act"
+        )
 
 
 def _is_generic(origin: type) -> Any:

@@ -6,7 +6,7 @@ Vocabulary:
   (``final``), the fixed opponents of its ``self_play`` section (``fixed``: a scripted level or
   another run's policy file), and any extra scripted levels of the game (``scripted``).
 - **pair result**: the games of one pair, counted from the first player's side
-  (``ghost.league_ratings.PairResult``); interrupted games are counted apart and left out of the
+  (``ghost.evaluation.league_ratings.PairResult``); interrupted games are counted apart and left out of the
   ratings, as in ``ghost.evaluation``.
 - **round robin**: in a symmetric game (one behavior on both teams: tennis, soccer, the matrix
   games) every pair meets, each player on team 0 for half of the games, so a side's advantage
@@ -15,11 +15,9 @@ Vocabulary:
   one side never meet each other. Ratings of one side are still comparable through the common
   opponents; a gap across sides predicts that cross-side match (the side's advantage included).
 
-Every player is rated twice from the same results, by ``ghost.league_ratings``: Elo from a
+Every player is rated twice from the same results, by ``ghost.evaluation.league_ratings``: Elo from a
 Bradley-Terry maximum-likelihood fit to all games at once (with a 95% interval), and OpenSkill
 (Plackett-Luce) over the games in a seeded shuffled order.
-
-Size: ``play_league`` (75 lines) is the round-robin loop with its progress reporting.
 """
 
 from __future__ import annotations
@@ -34,9 +32,6 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ghost.evaluation import matches, report
-from ghost.evaluation.game_runner import GameRunner, InlineGames
-from ghost.evaluation.head_to_head import evaluate
 from ghost.evaluation.league_players import (
     LeaguePlayer,
     league_players,
@@ -51,6 +46,10 @@ from ghost.evaluation.league_ratings import (
     openskill_ratings,
 )
 from ghost.exceptions import ConfigError
+from ghost.play import matches
+from ghost.play.game_runner import GameRunner, InlineGames
+from ghost.play.head_to_head import evaluate
+from ghost.play.run_record import RunRecord
 
 logger = logging.getLogger(__name__)
 
@@ -302,7 +301,7 @@ def play_league(
     if games_per_pair < 1:
         raise ConfigError(f"--games-per-pair must be >= 1 (got {games_per_pair})")
     if game is None:
-        game = report.run_game(run_dir) if run_dir.is_dir() else None
+        game = RunRecord(run_dir).builtin_game if run_dir.is_dir() else None
     if game is None:
         raise ConfigError(
             f"cannot tell the game of run {run_dir} from its configuration.yaml; pass game= / "

@@ -1,12 +1,7 @@
-"""The players of a run's league: its snapshots, final policies, fixed opponents and levels.
-
-Size: ``league_players`` (86 lines) lists the player kinds in the order the table shows them;
-each kind is a few lines.
-"""
+"""The players of a run's league: its snapshots, final policies, fixed opponents and levels."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,10 +10,9 @@ from typing import Any
 import attrs
 
 from envs.games import scripted_levels
-from ghost.config.loader import load_options
-from ghost.evaluation import matches, report
 from ghost.exceptions import ConfigError, GhostError, RunDirectoryError
-from trainers.run_layout import RunLayout
+from ghost.play import matches
+from ghost.play.run_record import RunRecord
 
 logger = logging.getLogger(__name__)
 
@@ -54,20 +48,10 @@ class LeaguePlayer:
 
 
 # -- the players of a run ------------------------------------------------------------------------
-def _checkpoint_steps(run_dir: Path) -> dict[str, int]:
-    """Behavior name → step of the run's latest checkpoint (empty without one)."""
-    try:
-        index = json.loads(RunLayout(run_dir).checkpoint_index_path.read_text(encoding="utf-8"))
-        return {name: int(entry["step"]) for name, entry in index["behaviors"].items()}
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        logger.info("no checkpoint steps in %s: %s", run_dir, error)
-        return {}
-
-
 def _fixed_entries(run_dir: Path, behavior: str) -> list[Any]:
     """``self_play.fixed_opponents`` of ``behavior`` in the run's configuration.yaml."""
     try:
-        options = load_options(RunLayout(run_dir).configuration_path)
+        options = RunRecord(run_dir).options()
     except GhostError as error:
         logger.warning("leaving out the fixed opponents of %s: %s", run_dir, error)
         return []
@@ -127,7 +111,8 @@ def league_players(
         dict.fromkeys([matches.policy_behavior(game, None), matches.opponent_behavior(game, None)])
     )
     symmetric = len(behaviors) == 1
-    steps = _checkpoint_steps(run_dir)
+    run = RunRecord(run_dir)
+    steps = run.checkpoint_steps()
     players: list[LeaguePlayer] = []
     taken: set[str] = set()
 
@@ -142,7 +127,7 @@ def league_players(
 
     for behavior in behaviors:
         try:
-            snapshots = report.run_snapshots(run_dir, behavior)
+            snapshots = run.snapshots(behavior)
         except RunDirectoryError as error:
             logger.info("%s", error)
             snapshots = []
@@ -157,7 +142,7 @@ def league_players(
                     training_rating=snapshot.rating,
                 )
             )
-        final = report.final_policy_path(run_dir, behavior)
+        final = run.final_policy_path(behavior)
         if final.is_file():
             players.append(
                 LeaguePlayer(

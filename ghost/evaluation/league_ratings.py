@@ -172,6 +172,9 @@ def fit_elo_intervals(
 ) -> dict[str, EloEstimate]:
     """Elo ratings with 95% intervals, fitted to all ``results`` at once, averaging ``mean``.
 
+    A player rated 200 above another is expected to score ``1 / (1 + 10 ** (-200 / 400))``
+    = 0.76 against it.
+
     :param results: pair results; a draw counts as half a win.
     :param prior_draws: virtual draws per pair that met (see ``fit_bradley_terry``).
     :param mean: the mean rating of the league.
@@ -182,18 +185,6 @@ def fit_elo_intervals(
         name: EloEstimate(mean + ELO_PER_NAT * float(strength), Z95 * ELO_PER_NAT * float(error))
         for name, strength, error in zip(names, strengths, errors, strict=True)
     }
-
-
-def fit_elo(
-    results: Iterable[PairResult], *, prior_draws: float = 1.0, mean: float = ELO_MEAN
-) -> dict[str, float]:
-    """Elo ratings fitted to all ``results`` at once (Bradley-Terry MLE), averaging ``mean``.
-
-    A player rated 200 above another is expected to score ``1 / (1 + 10 ** (-200 / 400))``
-    = 0.76 against it. See ``fit_bradley_terry`` for ``prior_draws``.
-    """
-    estimates = fit_elo_intervals(results, prior_draws=prior_draws, mean=mean)
-    return {name: estimate.elo for name, estimate in estimates.items()}
 
 
 # -- OpenSkill -----------------------------------------------------------------------------------

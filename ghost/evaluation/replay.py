@@ -12,9 +12,6 @@ level, or object with ``act``). Frames are drawn from the game's ``render_arena`
 The evaluated policy is always blue, the opponent red. A field game's episode ends on a frame
 that names the winner (the arena restarts inside the step, so its very last position is not
 visible).
-
-Size: ``record_match`` (93 lines) is one frame loop whose captions, banners and timing read
-top to bottom; its drawing is already split into ``draw_*`` functions.
 """
 
 from __future__ import annotations
@@ -29,7 +26,7 @@ import torch
 from PIL import Image, ImageDraw, ImageFont
 
 from envs.matrix_games import MatrixGame
-from ghost.evaluation.matches import MatchSetup, open_match
+from ghost.play.matches import MatchSetup, open_match
 
 logger = logging.getLogger(__name__)
 

@@ -1,26 +1,22 @@
-"""What a run left behind, read back: its game, final policies, snapshots and training curves;
-and ``write_report``, a PNG of its Elo and cumulative reward curves.
+"""A run's training curves read back, and ``write_report``, a PNG of its Elo and cumulative
+reward curves.
 
-Run folders are laid out as ``ghost.run_dir`` describes. A snapshot's step and rating live in the
-run's latest checkpoint (``checkpoint.json`` names it), not in the snapshot file, so they are
-``None`` for a run that never wrote a checkpoint. Curves come from each behavior folder's
-TensorBoard events (ML-Agents' tag names).
+Curves come from each behavior folder's TensorBoard events (ML-Agents' tag names). Everything
+else a run left behind (its configuration, game, final policies, snapshots) is read by
+``ghost.play.run_record.RunRecord``; ``run_game`` and ``run_snapshots`` are its shortcuts.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
-from typing import Any
 
 import attrs
 import numpy as np
-import yaml
 
-from envs.games import BUILTIN_GAMES
 from ghost.exceptions import GhostError, RunDirectoryError
-from trainers.run_layout import CONFIGURATION_FILE, RunLayout
+from ghost.play.run_record import RunRecord, SnapshotInfo
+from trainers.run_layout import CONFIGURATION_FILE
 
 logger = logging.getLogger(__name__)
 
@@ -29,20 +25,17 @@ REWARD_TAG = "Environment/Cumulative Reward"
 
 
 def _check_run(run_dir: Path) -> None:
-    if not run_dir.is_dir():
-        raise RunDirectoryError(f"run folder {run_dir} does not exist; pass results/<run-id>")
+    RunRecord(run_dir).check()
 
 
 def run_game(run_dir: str | Path) -> str | None:
-    """The built-in game a run trained on (its ``env_settings.env_path``), or ``None``."""
-    path = RunLayout(run_dir).configuration_path
-    try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as error:
-        logger.debug("cannot read %s: %s", path, error)
-        return None
-    env_path = (config.get("env_settings") or {}).get("env_path")
-    return env_path if env_path in BUILTIN_GAMES else None
+    """The built-in game a run trained on, or ``None`` (``RunRecord.builtin_game``)."""
+    return RunRecord(run_dir).builtin_game
+
+
+def run_snapshots(run_dir: str | Path, behavior_name: str) -> list[SnapshotInfo]:
+    """The snapshot files of ``behavior_name`` in a run, oldest first (``RunRecord.snapshots``)."""
+    return RunRecord(run_dir).snapshots(behavior_name)
 
 
 def find_run_root(path: str | Path, *, levels: int = 3) -> Path | None:
@@ -52,63 +45,6 @@ def find_run_root(path: str | Path, *, levels: int = 3) -> Path | None:
         if (candidate / CONFIGURATION_FILE).is_file():
             return candidate
     return None
-
-
-def final_policy_path(run_dir: str | Path, behavior_name: str) -> Path:
-    """``<run>/<Behavior>.pt``: the final policy of ``behavior_name`` (``Name``, no team)."""
-    return RunLayout(run_dir).final_policy_path(behavior_name)
-
-
-@attrs.frozen(kw_only=True)
-class SnapshotInfo:
-    """One snapshot file of a run, with the step it was taken at and its current rating."""
-
-    snapshot_id: int
-    step: int | None
-    rating: float | None
-    path: Path
-
-
-def _window_metadata(run_dir: Path, behavior_name: str) -> dict[int, dict[str, Any]]:
-    """Snapshot id → ``{step, rating}`` from the run's latest checkpoint (empty without one)."""
-    import torch
-
-    try:
-        index = json.loads(RunLayout(run_dir).checkpoint_index_path.read_text(encoding="utf-8"))
-        entry = index["behaviors"][behavior_name]
-        state = torch.load(run_dir / entry["file"], map_location="cpu", weights_only=False)
-        window = state["ghost"]["window"]
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        logger.info("no snapshot steps or ratings for %s in %s: %s", behavior_name, run_dir, error)
-        return {}
-    return {int(m["snapshot_id"]): m for m in window}
-
-
-def run_snapshots(run_dir: str | Path, behavior_name: str) -> list[SnapshotInfo]:
-    """The snapshot files of ``behavior_name`` (``Name``, no team) in a run, oldest first.
-
-    :raises RunDirectoryError: the run or its snapshot folder is missing or empty.
-    """
-    run_dir = Path(run_dir)
-    _check_run(run_dir)
-    layout = RunLayout(run_dir)
-    folder = layout.snapshots_dir(behavior_name)
-    files = layout.snapshot_files(behavior_name)
-    if not files:
-        raise RunDirectoryError(
-            f"run {run_dir} has no snapshots of {behavior_name} (looked in {folder}); snapshots "
-            "exist only for behaviors trained with self_play"
-        )
-    metadata = _window_metadata(run_dir, behavior_name)
-    return [
-        SnapshotInfo(
-            snapshot_id=snapshot_id,
-            step=int(metadata[snapshot_id]["step"]) if snapshot_id in metadata else None,
-            rating=float(metadata[snapshot_id]["rating"]) if snapshot_id in metadata else None,
-            path=files[snapshot_id],
-        )
-        for snapshot_id in sorted(files)
-    ]
 
 
 # -- curves ------------------------------------------------------------------------------------

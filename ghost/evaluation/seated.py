@@ -175,7 +175,27 @@ def evaluate_both_seats(
     return BothSeats(policy=labels[0], opponent=labels[1], seats=tuple(results))
 
 
-def format_both_seats(result: BothSeats) -> str:
+class SeatResults(Protocol):
+    """Per-seat results with the players' labels: ``BothSeats``, or a seated run's
+    ``ghost.evaluation.run_evaluation.RunEvaluation``."""
+
+    @property
+    def policy(self) -> str: ...
+
+    @property
+    def opponent(self) -> str: ...
+
+    @property
+    def seats(self) -> tuple[SeatResult, ...]: ...
+
+    @property
+    def win_rate(self) -> float: ...
+
+    @property
+    def mean_reward(self) -> float: ...
+
+
+def format_both_seats(result: SeatResults) -> str:
     """A small table: per seat games, W/D/L, win rate and mean reward."""
     lines = [
         f"{result.policy} vs {result.opponent}",

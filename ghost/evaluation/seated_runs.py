@@ -4,7 +4,7 @@
   level (``random``; ``one_ply`` for connect four and tic-tac-toe) or another policy;
 - ``--exploitability``: exact exploitability (two-player zero-sum OpenSpiel games) of the final
   policy and of every snapshot;
-- ``--exploiter STEPS`` (``ghost.evaluation.exploiter``): a fresh learner trained against the
+- ``exploit --steps STEPS`` (``ghost.evaluation.exploiter``): a fresh learner trained against the
   frozen final policy; its results are the exploitability estimate for games too big to
   enumerate.
 """
@@ -15,29 +15,24 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import yaml
 
 from envs.behavior_id import BehaviorId
 from envs.board_players import scripted_levels
 from envs.openspiel import OpenSpielSource, load_game, seat_behaviors
 from envs.seated_game import Seat, SeatedGame
-from envs.sources import ECOSYSTEM_PREFIXES, resolve_env
-from ghost.evaluation.report import run_snapshots
-from ghost.evaluation.seated import BothSeats, Player, evaluate_both_seats
+from envs.sources import resolve_env
+from ghost.evaluation.run_evaluation import RunEvaluation
+from ghost.evaluation.seated import Player, evaluate_both_seats
 from ghost.exceptions import ConfigError
+from ghost.play.exploitability import table_probabilities
+from ghost.play.run_record import RunRecord
 from trainers.policy import load_policy
-from trainers.run_layout import RunLayout
 
 
 def run_env_path(run_root: Path) -> str | None:
-    """The run's ``env_settings.env_path`` when it is an OpenSpiel or PettingZoo game."""
-    path = RunLayout(run_root).configuration_path
-    try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
-        return None
-    env_path = (config.get("env_settings") or {}).get("env_path") or ""
-    return env_path if env_path.partition(":")[0] in ECOSYSTEM_PREFIXES else None
+    """The run's ``env_settings.env_path`` when it is an OpenSpiel or PettingZoo game
+    (``RunRecord.seated_env_path``)."""
+    return RunRecord(run_root).seated_env_path
 
 
 def seat_names(seats: list[BehaviorId] | tuple[Seat, ...]) -> list[str]:
@@ -52,14 +47,11 @@ def _open(env_path: str, copies: int, seed: int = 0) -> SeatedGame:
 
 def run_players(run_root: Path, names: list[str]) -> dict[int, Player]:
     """Seat → the run's final policy of that seat's behavior (``names``: one per seat)."""
-    layout = RunLayout(run_root)
+    run = RunRecord(run_root)
     loaded: dict[str, Player] = {}
     for name in names:
         if name not in loaded:
-            path = layout.final_policy_path(name)
-            if not path.is_file():
-                raise ConfigError(f"run {run_root} has no final policy {path.name}")
-            loaded[name] = load_policy(path)
+            loaded[name] = run.final_policy(name)
     return {seat: loaded[name] for seat, name in enumerate(names)}
 
 
@@ -86,7 +78,7 @@ def opponent_players(spec: str, seats: tuple[Seat, ...], *, seed: int) -> dict[i
 
 def evaluate_run(
     run_root: Path, opponent: str, *, games: int, seed: int, deterministic: bool
-) -> BothSeats:
+) -> RunEvaluation:
     """``--against``: the run's final policy in each seat against ``opponent``."""
     env_path = run_env_path(run_root)
     assert env_path is not None
@@ -94,7 +86,7 @@ def evaluate_run(
     probe = _open(env_path, 1)
     seats = probe.seats
     probe.close()
-    return evaluate_both_seats(
+    both = evaluate_both_seats(
         lambda seed: _open(env_path, copies, seed),
         policy=run_players(run_root, seat_names(seats)),
         opponent=opponent_players(opponent, seats, seed=seed),
@@ -103,6 +95,7 @@ def evaluate_run(
         labels=(str(run_root), opponent),
         deterministic=deterministic,
     )
+    return RunEvaluation.of_seats(Path(run_root), both)
 
 
 def exploitability_rows(run_root: Path) -> list[dict[str, Any]]:
@@ -114,15 +107,15 @@ def exploitability_rows(run_root: Path) -> list[dict[str, Any]]:
     """
     # imported here: OpenSpiel (an optional extra) is only needed for OpenSpiel runs
     from envs.exploitability import InfoStateTable, exploitability
-    from ghost.running.exploitability_monitor import table_probabilities
 
-    env_path = run_env_path(run_root)
+    run = RunRecord(run_root)
+    env_path = run.seated_env_path
     if env_path is None or not env_path.startswith("openspiel:"):
         raise ConfigError(
             f"--exploitability needs a run on an OpenSpiel game (--env openspiel:...); "
             f"{run_root} trained on {env_path or 'something else'}"
         )
-    source = resolve_env(env_path)
+    source = run.env_source()
     assert isinstance(source, OpenSpielSource)
     game = load_game(source.game)
     seats = seat_behaviors(game, source.seats)
@@ -130,7 +123,7 @@ def exploitability_rows(run_root: Path) -> list[dict[str, Any]]:
     final = run_players(run_root, seat_names(seats))
     rows = [_row("final", None, exploitability(table, table_probabilities(table, final)))]
     for name in sorted({behavior.name for behavior in seats}):
-        for snapshot in run_snapshots(run_root, name):
+        for snapshot in run.snapshots(name):
             policy = load_policy(snapshot.path)
             line_up = {
                 seat: policy if behavior.name == name else final[seat]

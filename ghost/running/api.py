@@ -1,10 +1,11 @@
 """``ghost.train``: the Python API of a training run, and what ``ghost-learn`` calls.
 
-``train(config, env=..., run_id=...)`` does everything the command line does: reads the config (a
-YAML path, a parsed dict or ``RunOptions``), lays the keyword arguments over it, prepares
-``<results_dir>/<run_id>`` (``resume``/``force`` rules, ``configuration.yaml``), trains, and returns
-a ``TrainingResult``. Callbacks see summaries, checkpoints, snapshots and team changes, and can
-stop the run.
+``train(config, env=..., run_id=...)`` does everything the command line does, in one direction:
+the config (a YAML path, a parsed dict or ``RunOptions``) and the keyword arguments go to
+``resolve_options``, which builds the final ``RunOptions`` once; ``train_options`` then prepares
+``<results_dir>/<run_id>`` (``resume``/``force`` rules, ``configuration.yaml``), trains, and
+returns a ``TrainingResult``. Callbacks see summaries, checkpoints, snapshots and team changes,
+and can stop the run.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from envs.sources import EnvFunction, EnvInstance
 from envs.stepping import EnvStepper, InProcessStepper
 from envs.unity_build import UnityBuild
 from ghost.config.environment import env_factory_for
-from ghost.config.loader import apply_overrides, load_options, options_from_dict, with_drawn_seed
+from ghost.config.loader import ConfigSource, resolve_options
 from ghost.config.settings import RunOptions
 from ghost.config.torch_device import check_torch_device
 from ghost.exceptions import ConfigError
@@ -41,7 +42,6 @@ from trainers.run_layout import RunLayout
 logger = logging.getLogger(__name__)
 
 EnvFactory = Callable[..., BaseEnv]
-Config = str | os.PathLike | Mapping[str, Any] | RunOptions | None
 
 
 @attrs.frozen(kw_only=True)
@@ -109,11 +109,13 @@ def initial_policy_files(options: RunOptions, run_dir: RunDirectory) -> dict[str
 def train_options(
     options: RunOptions, env_factory: EnvFactory, *, callbacks: Iterable[TrainingCallback] = ()
 ) -> TrainingResult:
-    """Prepare the run folder of ``options`` (writing ``configuration.yaml``) and train."""
+    """Prepare the run folder of ``options`` (writing ``configuration.yaml``) and train.
+
+    ``options`` are final, as ``resolve_options`` returns them: recorded and trained as given.
+    """
     check_torch_device(options.torch_settings.device)
     run_dir = RunDirectory.prepare(options.checkpoint_settings)
     try:
-        options = with_drawn_seed(options, run_dir.previous_configuration())
         with results_write_errors():
             run_dir.write_configuration(options)
         if isinstance(env_factory, UnityBuild):
@@ -167,20 +169,6 @@ def run_training(
     )
 
 
-def _options_from(config: Config) -> RunOptions:
-    if config is None:
-        return RunOptions()
-    if isinstance(config, RunOptions):
-        return config
-    if isinstance(config, Mapping):
-        return options_from_dict(config)
-    if isinstance(config, str | os.PathLike):
-        return load_options(config)
-    raise ConfigError(
-        f"config must be a YAML file path, a dict or RunOptions, not {type(config).__name__}"
-    )
-
-
 def _importable_name(function: Any) -> str | None:
     """``module:qualname`` of a module-level function or class (to record in the config)."""
     module = getattr(function, "__module__", None)
@@ -190,29 +178,32 @@ def _importable_name(function: Any) -> str | None:
     return f"{module}:{qualname}"
 
 
-def _env_factory(env: Any, options: RunOptions) -> tuple[RunOptions, EnvFactory]:
-    """The factory of ``env`` (name, callable or BaseEnv), and the options recording it."""
+def _recorded_env_path(env: Any) -> str | None:
+    """What ``env_settings.env_path`` records for ``env`` (so a resume finds it), if anything."""
+    if isinstance(env, str | os.PathLike):
+        return os.fspath(env)
+    if isinstance(env, OpenSpielSource | PettingZooSource):
+        return env.env_path
+    if callable(env) and not isinstance(env, BaseEnv):
+        return _importable_name(env)
+    return None
+
+
+def _env_factory(env: Any, options: RunOptions) -> EnvFactory:
+    """The factory of ``env`` (name, callable or BaseEnv) under the final ``options``."""
     if env is None or isinstance(env, str | os.PathLike):
-        if env is not None:
-            options = apply_overrides(options, {"env_settings.env_path": os.fspath(env)})
-        return options, env_factory_for(options)
+        return env_factory_for(options)
     if isinstance(env, BaseEnv):
         if options.env_settings.num_envs != 1:
             raise ConfigError(
                 "env is one BaseEnv instance, so num_envs must be 1; pass a function that "
                 "builds an environment to run several"
             )
-        return options, EnvInstance(env)
+        return EnvInstance(env)
     if isinstance(env, OpenSpielSource | PettingZooSource):
-        spec = env.env_path
-        if spec is not None:
-            options = apply_overrides(options, {"env_settings.env_path": spec})
-        return options, env
+        return env
     if callable(env):
-        name = _importable_name(env)
-        if name is not None:
-            options = apply_overrides(options, {"env_settings.env_path": name})
-        return options, EnvFunction(env)
+        return EnvFunction(env)
     raise ConfigError(
         "env must be a game name, 'module:callable', a Unity build path, a function returning a "
         f"BaseEnv or a BaseEnv; got {type(env).__name__}"
@@ -220,7 +211,7 @@ def _env_factory(env: Any, options: RunOptions) -> tuple[RunOptions, EnvFactory]
 
 
 def train(
-    config: Config = None,
+    config: ConfigSource = None,
     *,
     env: Any = None,
     run_id: str | None = None,
@@ -259,11 +250,9 @@ def train(
     Raises:
         GhostError: a bad config, environment or run folder (the message says what to fix).
     """
-    options = _options_from(config)
-    results = os.fspath(results_dir) if results_dir is not None else None
-    keyword_overrides = {
+    keywords = {
         "checkpoint_settings.run_id": run_id,
-        "checkpoint_settings.results_dir": results,
+        "checkpoint_settings.results_dir": None if results_dir is None else os.fspath(results_dir),
         "checkpoint_settings.resume": resume or None,
         "checkpoint_settings.force": force or None,
         "checkpoint_settings.initialize_from": initialize_from,
@@ -271,7 +260,8 @@ def train(
         "env_settings.seed": seed,
         "env_settings.num_envs": num_envs,
     }
-    given = {key: value for key, value in keyword_overrides.items() if value is not None}
-    options = apply_overrides(options, {**given, **(overrides or {})})
-    options, factory = _env_factory(env, options)
-    return train_options(options, factory, callbacks=callbacks)
+    given = {key: value for key, value in keywords.items() if value is not None}
+    env_path = _recorded_env_path(env)
+    recorded = {"env_settings.env_path": env_path} if env_path is not None else {}
+    options = resolve_options(config, {**given, **(overrides or {}), **recorded})
+    return train_options(options, _env_factory(env, options), callbacks=callbacks)

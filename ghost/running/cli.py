@@ -3,9 +3,6 @@
 The flags are ``mlagents-learn``'s where they make sense; each overrides one key of the YAML
 configuration (``--help`` names it). How a run ends (exit codes, errors) is
 ``ghost.command_line``'s.
-
-Size: ``_add_flags`` is one flat table of ``mlagents-learn``'s flags (72 lines), kept whole so
-the flags read in the order ``--help`` prints them.
 """
 
 from __future__ import annotations
@@ -17,19 +14,12 @@ from collections.abc import Mapping, Sequence
 from importlib import metadata
 from typing import Any
 
-import attrs
-
 from envs.behavior_id import BehaviorId
 from envs.stepping import InProcessStepper
 from ghost.command_line import run_command, setup_logging
 from ghost.config.behavior_matching import match_behaviors
 from ghost.config.environment import env_factory_for
-from ghost.config.loader import (
-    apply_overrides,
-    load_options,
-    with_deterministic_actions,
-    with_drawn_seed,
-)
+from ghost.config.loader import resolve_options
 from ghost.config.settings import BehaviorSettings, RunOptions
 from ghost.config.torch_device import check_torch_device
 from ghost.exceptions import EnvironmentSpecError
@@ -52,7 +42,7 @@ one folder per behavior (stats, checkpoints/, snapshots/) and <Behavior>.pt (the
 
 
 # fmt: off
-# A flag's dest is the config key it overrides, so the parsed flags feed apply_overrides as is.
+# A flag's dest is the config key it overrides, so the parsed flags feed resolve_options as is.
 def _add_flags(parser: argparse.ArgumentParser) -> None:
     def flag(group: Any, name: str, key: str, text: str, **options: Any) -> None:
         group.add_argument(name, dest=key, help=f"{text} [{key}]", **options)
@@ -182,42 +172,29 @@ def _version() -> str:
         return "(not installed)"
 
 
-def _reconcile_resume_and_init(options: RunOptions, flags: Mapping[str, Any]) -> RunOptions:
-    """ML-Agents' rule when both ``resume`` and ``initialize_from`` are set: a flag beats the YAML,
-    and between two equals resuming wins."""
-    checkpoint = options.checkpoint_settings
-    if not (checkpoint.resume and checkpoint.initialize_from is not None):
-        return options
-    init_flag_only = (
-        "checkpoint_settings.initialize_from" in flags and "checkpoint_settings.resume" not in flags
-    )
-    if init_flag_only:
-        logger.warning("--initialize-from given: ignoring resume from the configuration")
-        checkpoint = attrs.evolve(checkpoint, resume=False)
-    else:
-        logger.warning(
-            "both resume and initialize_from=%r are set: resuming, ignoring initialize_from",
-            checkpoint.initialize_from,
-        )
-        checkpoint = attrs.evolve(checkpoint, initialize_from=None)
-    return attrs.evolve(options, checkpoint_settings=checkpoint)
-
-
 def load_run_options(
-    config_path: str | None, flags: Mapping[str, Any], *, deterministic: bool = False
+    config_path: str | None,
+    flags: Mapping[str, Any],
+    *,
+    deterministic: bool = False,
+    check: bool = False,
 ) -> RunOptions:
-    """The run configuration: the YAML file (or the defaults) with the flags laid over it.
+    """The final run configuration: the YAML file (or the defaults) with the flags laid over it,
+    resolved once by ``resolve_options`` (resume/initialize-from rule, seed).
 
     Args:
         config_path: the YAML file, or None for all defaults.
         flags: ``{config key: value}`` of the flags given (``"env_settings.seed": "3"``).
         deterministic: ``--deterministic`` was given.
+        check: ``--check``: the seed drawn for seed -1 is for the check only, not recorded.
     """
-    options = load_options(config_path) if config_path else RunOptions()
-    options = apply_overrides(options, flags, labels=_flag_labels(build_parser()))
-    if deterministic:
-        options = with_deterministic_actions(options)
-    return _reconcile_resume_and_init(options, flags)
+    return resolve_options(
+        config_path or None,
+        flags,
+        labels=_flag_labels(build_parser()),
+        deterministic=deterministic,
+        record_seed=not check,
+    )
 
 
 # -- --check -----------------------------------------------------------------------------------
@@ -265,7 +242,6 @@ def run_check(options: RunOptions, factory: Any) -> int:
         EnvironmentSpecError, TrainerTypeError: the environment does not fit the configuration.
     """
     check_torch_device(options.torch_settings.device)
-    options = with_drawn_seed(options, recorded=False)
     specs = _read_specs(factory, options.env_settings.seed)
     if not specs:
         raise EnvironmentSpecError(
@@ -307,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_logging(debug[0])
 
     def body() -> int:
-        options = load_run_options(config_path, args, deterministic=deterministic)
+        options = load_run_options(config_path, args, deterministic=deterministic, check=check)
         debug[0] = options.debug
         setup_logging(options.debug)
         factory = env_factory_for(options)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import attrs
 
-from ghost.config.loader import load_options, write_options
+from ghost.config.loader import write_options
 from ghost.config.settings import CheckpointSettings, RunOptions
 from ghost.exceptions import RunDirectoryError
 from trainers.run_layout import RunLayout, has_unsafe_characters
@@ -141,13 +141,3 @@ class RunDirectory:
         path = self.layout.configuration_path
         write_options(options, path)
         return path
-
-    def read_configuration(self) -> RunOptions:
-        """The ``configuration.yaml`` an earlier session of this run wrote."""
-        return load_options(self.layout.configuration_path)
-
-    def previous_configuration(self) -> RunOptions | None:
-        """A resumed run's earlier configuration, if it wrote one."""
-        if self.resumed and self.layout.configuration_path.exists():
-            return self.read_configuration()
-        return None

@@ -16,9 +16,9 @@ from typing import Any
 
 from envs.behavior_id import BehaviorId
 from ghost.core.settings import EvaluationSettings
-from ghost.evaluation.game_runner import GameRunner, InlineGames
-from ghost.evaluation.head_to_head import EvaluationResult, evaluate
 from ghost.exceptions import ConfigError
+from ghost.play.game_runner import GameRunner, InlineGames
+from ghost.play.head_to_head import EvaluationResult, evaluate
 from ghost.running.ghost_trainer import GhostTrainer
 
 logger = logging.getLogger(__name__)

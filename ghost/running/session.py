@@ -32,7 +32,7 @@ from ghost.config.settings import BehaviorSettings, RunOptions
 from ghost.core.controller import GhostController
 from ghost.core.self_play import SelfPlayState
 from ghost.core.snapshots import Snapshot
-from ghost.evaluation.game_runner import GameRunner, RayGames
+from ghost.play.game_runner import GameRunner, RayGames
 from ghost.running.callbacks import SnapshotTaken, TeamChanged
 from ghost.running.fixed_opponents import build_fixed_opponents
 from ghost.running.ghost_trainer import GhostTrainer

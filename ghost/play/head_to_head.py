@@ -1,36 +1,27 @@
 """Evaluate a policy against a fixed opponent in a built-in game, with 95% confidence intervals.
 
-Players and sides are as ``ghost.matches`` defines them: the evaluated policy plays one side
+Players and sides are as ``ghost.play.matches`` defines them: the evaluated policy plays one side
 (team 0 unless ``side`` names a behavior), the opponent every other behavior. A match's result is
 counted from the policy's side; episodes cut by the step limit are *interrupted*: counted apart
 and left out of wins, draws and losses.
 
 Each arena plays a fixed share of the episodes, so short episodes (quick losses, say) are not
 over-represented the way stopping at the first ``episodes`` ended ones would make them.
-
-Size: ~420 lines; ``evaluate`` (77 lines) checks its arguments, plays and assembles the
-result with exploitability for matrix games, in one place the README documents.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any
 
 import attrs
 import numpy as np
 import torch
 
-from envs.behavior_id import BehaviorId
-from envs.games import BUILTIN_GAMES
 from envs.matrix_games import MatrixGame
-from ghost.evaluation.game_runner import GameRunner, InlineGames
-from ghost.evaluation.matches import Match, MatchSetup, Seat, open_match, opponent_behavior
-from ghost.evaluation.report import SnapshotInfo, run_game, run_snapshots
 from ghost.exceptions import ConfigError
+from ghost.play.matches import Match, MatchSetup, Seat, open_match
 
 logger = logging.getLogger(__name__)
 
@@ -209,7 +200,7 @@ def evaluate(
     :param side: the behavior the policy plays (``"Goalie"``, ``"Tennis?team=1"``); default
         team 0's behaviors.
     :raises EnvironmentSourceError, ConfigError, CheckpointError: an unknown game, level or side,
-        or a missing or unfitting policy file (see ``ghost.matches.resolve_player``).
+        or a missing or unfitting policy file (see ``ghost.play.matches.resolve_player``).
     """
     if episodes < 1:
         raise ConfigError(f"episodes must be >= 1 (got {episodes})")
@@ -287,148 +278,3 @@ def _play(match: Match, *, episodes: int, seed: int) -> dict[Any, int]:
     if (played < quota).any():
         raise RuntimeError(f"{match.game}: episodes did not end within {step_limit} steps")
     return counts
-
-
-# -- runs --------------------------------------------------------------------------------------
-class SnapshotEvaluation(NamedTuple):
-    """One snapshot of a run and how it did: ``(snapshot_id, step, rating, result)``."""
-
-    snapshot_id: int
-    step: int | None
-    rating: float | None
-    result: EvaluationResult
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready values."""
-        return {
-            "snapshot_id": self.snapshot_id,
-            "step": self.step,
-            "rating": self.rating,
-            "result": self.result.to_dict(),
-        }
-
-
-def _game_of(run_dir: Path, game: str | None) -> str:
-    if game is not None:
-        return game
-    inferred = run_game(run_dir)
-    if inferred is None:
-        raise ConfigError(
-            f"cannot tell the game of run {run_dir} from its configuration.yaml "
-            f"(env_settings.env_path is not a built-in game); pass game= / --game, one of "
-            f"{', '.join(sorted(BUILTIN_GAMES))}"
-        )
-    return inferred
-
-
-def _evaluate_snapshots(
-    snapshots: Sequence[SnapshotInfo],
-    *,
-    snapshots_play: Literal["policy", "opponent"],
-    other: Any,
-    game: str,
-    side: str | None,
-    episodes: int,
-    seed: int,
-    num_arenas: int | None,
-    deterministic: bool,
-    games: GameRunner | None,
-) -> list[SnapshotEvaluation]:
-    """One ``evaluate`` per snapshot, in the order given, each snapshot against ``other``.
-
-    :param snapshots_play: ``"policy"``: each snapshot is the evaluated policy and ``other`` its
-        opponent; ``"opponent"``: ``other`` is the evaluated policy, each snapshot its opponent.
-    :param side: the behavior the evaluated policy plays (see ``evaluate``).
-    :param games: where the evaluations are played (``RayGames``: all at once, as Ray tasks);
-        default one after the other in this process.
-    """
-    runner = games if games is not None else InlineGames()
-    for index, snapshot in enumerate(snapshots):
-        if snapshots_play == "policy":
-            policy, opponent = snapshot.path, other
-        else:
-            policy, opponent = other, snapshot.path
-        runner.submit(
-            index,
-            evaluate,
-            game=game,
-            policy=policy,
-            opponent=opponent,
-            episodes=episodes,
-            seed=seed,
-            num_arenas=num_arenas,
-            deterministic=deterministic,
-            side=side,
-        )
-    results = dict(runner.finished(wait=True))
-    return [
-        SnapshotEvaluation(snapshot.snapshot_id, snapshot.step, snapshot.rating, results[index])
-        for index, snapshot in enumerate(snapshots)
-    ]
-
-
-def evaluate_run(
-    run_dir: str | Path,
-    behavior: str,
-    *,
-    opponent: Any,
-    game: str | None = None,
-    episodes: int = 200,
-    seed: int = 0,
-    num_arenas: int | None = None,
-    deterministic: bool = False,
-    games: GameRunner | None = None,
-) -> list[SnapshotEvaluation]:
-    """Evaluate every snapshot of ``behavior`` in a run against one ``opponent``, oldest first.
-
-    Shows a run's progress, e.g. against a scripted level. Steps and ratings come from the run's
-    latest checkpoint (``None`` when it has none). The snapshots play ``behavior``'s side.
-
-    :param game: the built-in game; default the run's ``env_settings.env_path``.
-    """
-    run_dir = Path(run_dir)
-    game = _game_of(run_dir, game)
-    return _evaluate_snapshots(
-        run_snapshots(run_dir, BehaviorId.parse(behavior).name),
-        snapshots_play="policy",
-        other=opponent,
-        game=game,
-        side=behavior,
-        episodes=episodes,
-        seed=seed,
-        num_arenas=num_arenas,
-        deterministic=deterministic,
-        games=games,
-    )
-
-
-def evaluate_against_snapshots(
-    *,
-    game: str,
-    policy: Any,
-    run_dir: str | Path,
-    side: str | None = None,
-    episodes: int = 200,
-    seed: int = 0,
-    num_arenas: int | None = None,
-    deterministic: bool = False,
-    games: GameRunner | None = None,
-) -> list[SnapshotEvaluation]:
-    """Evaluate ``policy`` against every snapshot of a run, oldest first.
-
-    The opponents are the snapshots of the behavior on the other side (the same behavior in a
-    symmetric game, e.g. the final policy against its own past; ``Goalie`` for ``Striker``).
-    """
-    run_dir = Path(run_dir)
-    return _evaluate_snapshots(
-        run_snapshots(run_dir, opponent_behavior(game, side)),
-        snapshots_play="opponent",
-        other=policy,
-        game=game,
-        side=side,
-        episodes=episodes,
-        seed=seed,
-        num_arenas=num_arenas,
-        deterministic=deterministic,
-        games=games,
-    )

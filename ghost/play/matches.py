@@ -28,8 +28,8 @@ from envs.behavior_id import BehaviorId
 from envs.games import BUILTIN_GAMES, make_game, scripted_levels, scripted_policy
 from envs.matrix_games import MatrixGame
 from envs.vector_game import Role, VectorGame
-from ghost.evaluation.report import final_policy_path
 from ghost.exceptions import CheckpointError, ConfigError, EnvironmentSourceError
+from ghost.play.run_record import RunRecord
 from trainers.policy import load_policy
 
 
@@ -140,8 +140,9 @@ def resolve_player(
             }
         if path.is_dir():
             actors = {}
+            run = RunRecord(path)
             for role in roles:
-                final = final_policy_path(path, role.name)
+                final = run.final_policy_path(role.name)
                 if not final.is_file():
                     raise CheckpointError(
                         f"run folder {path} has no final policy of {role.name} ({final} is "

@@ -1,0 +1,315 @@
+"""``ghost-eval match``, ``snapshots``, ``league`` and ``report``: each command's parser and handler.
+
+A handler takes the parsed arguments and the call's ``Output``, and adds what it found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ghost.evaluation.cli_common import (
+    SNAPSHOTS,
+    Output,
+    add_against_option,
+    add_game_options,
+    add_league_options,
+    add_output_options,
+    add_play_options,
+    add_ray_option,
+    add_record_options,
+    need_run,
+    new_command,
+    play_options,
+    ray_games,
+    resolve_policy,
+)
+from ghost.evaluation.cli_format import format_result, format_snapshots
+from ghost.exceptions import ConfigError
+
+
+# -- match ---------------------------------------------------------------------------------------
+def add_match(commands: Any) -> None:
+    parser = new_command(
+        commands,
+        "match",
+        summary="POLICY against an opponent: a W/D/L table with 95%% intervals",
+        description="Play POLICY against OPPONENT in a built-in game and print wins, draws and "
+        "losses with 95% Wilson intervals (matrix games: also the exact exploitability). In a "
+        "run on an OpenSpiel or PettingZoo game the final policy plays every seat in turn.",
+        examples="""\
+  ghost-eval match results/tennis --against strong          final policy vs a scripted level
+  ghost-eval match results/tennis/Tennis.pt --game tennis --against results/other --json
+  ghost-eval match results/tennis --against snapshots       final policy vs each of its snapshots
+  ghost-eval match results/svg --side Goalie --against strong   one side of an asymmetric game
+  ghost-eval match results/tennis --against strong --record tennis.gif   and a GIF replay
+  ghost-eval match results/c4 --against one_ply             OpenSpiel/PettingZoo: every seat""",
+    )
+    parser.add_argument("policy", metavar="POLICY", help="policy file or run folder")
+    add_against_option(parser, snapshots=True)
+    add_game_options(parser)
+    add_play_options(parser)
+    add_record_options(parser)
+    add_ray_option(parser, what="the snapshots of --against snapshots")
+    add_output_options(parser)
+    parser.set_defaults(handler=match, label="ghost-eval match")
+
+
+def match(args: argparse.Namespace, out: Output) -> None:
+    """``ghost-eval match``: POLICY against a level, a policy, or each snapshot of its run."""
+    from ghost.play import head_to_head
+
+    policy, run_root = resolve_policy(args.policy)
+    if args.ray_address and args.against != SNAPSHOTS:
+        raise ConfigError(
+            "--ray-address plays many evaluations at once: it goes with --against snapshots, "
+            "ghost-eval snapshots or ghost-eval league"
+        )
+    if _seated(args, run_root):
+        assert run_root is not None
+        return _seated_match(args, run_root, out)
+    game = _game(args, run_root)
+    if args.against == SNAPSHOTS:
+        replay_opponent = _against_snapshots(args, game, policy, run_root, out)
+    else:
+        replay_opponent = args.against
+        result = head_to_head.evaluate(
+            game=game, policy=policy, opponent=args.against, side=args.side, **play_options(args)
+        )
+        out.data.update(result.to_dict())
+        out.text.append(format_result(result))
+    if args.record:
+        _record(args, game, policy, replay_opponent, out)
+
+
+def _seated(args: argparse.Namespace, run_root: Path | None) -> bool:
+    """Whether POLICY is a run on an OpenSpiel or PettingZoo game (and no --game says otherwise)."""
+    if run_root is None or args.game:
+        return False
+    from ghost.evaluation.seated_runs import run_env_path
+
+    return run_env_path(run_root) is not None
+
+
+def _seated_match(args: argparse.Namespace, run_root: Path, out: Output) -> None:
+    """A run on an OpenSpiel/PettingZoo game: its final policy in every seat in turn."""
+    from ghost.evaluation import seated_runs
+    from ghost.evaluation.seated import format_both_seats
+
+    if args.record or args.side or args.against == SNAPSHOTS:
+        raise ConfigError(
+            "in OpenSpiel/PettingZoo runs, match plays the final policy in every seat; "
+            "--record, --side and --against snapshots are for built-in games"
+        )
+    result = seated_runs.evaluate_run(
+        run_root, args.against, games=args.episodes, seed=args.seed,
+        deterministic=args.deterministic,
+    )  # fmt: skip
+    out.data.update(result.to_dict())
+    out.text.append(format_both_seats(result))
+
+
+def _game(args: argparse.Namespace, run_root: Path | None) -> str:
+    """--game, or the game of POLICY's run; checked."""
+    from ghost.evaluation import report
+    from ghost.play import matches
+
+    game = args.game or (report.run_game(run_root) if run_root is not None else None)
+    if game is None:
+        raise ConfigError(
+            f"cannot tell the game of {Path(args.policy)}; pass --game (one of "
+            f"{', '.join(sorted(matches.BUILTIN_GAMES))})"
+        )
+    matches.check_game(game)
+    return game
+
+
+def _against_snapshots(
+    args: argparse.Namespace, game: str, policy: Any, run_root: Path | None, out: Output
+) -> str:
+    """POLICY against each snapshot of its run; the newest snapshot, the opponent of a replay."""
+    from ghost.evaluation import report
+    from ghost.evaluation.snapshots import evaluate_against_snapshots
+    from ghost.play import matches
+
+    if run_root is None:
+        raise ConfigError(f"{args.policy} is not inside a run folder, which has the snapshots")
+    rows = evaluate_against_snapshots(
+        game=game, policy=policy, run_dir=run_root, side=args.side,
+        games=ray_games(args.ray_address), **play_options(args),
+    )  # fmt: skip
+    title = f"{game}: {rows[0].result.policy} vs each snapshot of {run_root}"
+    out.data["game"] = game
+    out.data["evaluations"] = [row.to_dict() for row in rows]
+    out.text.append(format_snapshots(title, rows, snapshot_is_policy=False))
+    snapshots = report.run_snapshots(run_root, matches.opponent_behavior(game, args.side))
+    return str(snapshots[-1].path)
+
+
+def _record(args: argparse.Namespace, game: str, policy: Any, opponent: Any, out: Output) -> None:
+    from ghost.evaluation.replay import record_match
+
+    replay = record_match(
+        game=game,
+        policy=policy,
+        opponent=opponent,
+        path=args.record,
+        side=args.side,
+        seed=args.seed,
+        episodes=args.record_episodes,
+        deterministic=args.deterministic,
+    )
+    out.data["replay"] = {
+        "path": str(replay.path),
+        "frames": replay.frames,
+        "results": list(replay.results),
+    }
+    out.text.append(
+        f"replay: {replay.path} ({replay.frames} frames, {len(replay.results)} episodes)"
+    )
+
+
+# -- snapshots -----------------------------------------------------------------------------------
+def add_snapshots(commands: Any) -> None:
+    parser = new_command(
+        commands,
+        "snapshots",
+        summary="each snapshot of a run against an opponent: the run's progress",
+        description="Play every snapshot of RUN against OPPONENT (built-in games) and print one "
+        "row per snapshot: its step and rating, W/D/L, win rate and score with 95% intervals, "
+        "from the snapshot's side.",
+        examples="""\
+  ghost-eval snapshots results/tennis --against medium      the run's progress vs a level
+  ghost-eval snapshots results/svg --side Goalie --against strong --json
+  ghost-eval snapshots results/tennis --against medium --ray-address auto   on a Ray cluster""",
+    )
+    parser.add_argument("policy", metavar="RUN", help="run folder")
+    parser.add_argument(
+        "--against", metavar="OPPONENT", required=True,
+        help="scripted level, policy file or run folder",
+    )  # fmt: skip
+    add_game_options(parser)
+    add_play_options(parser)
+    add_record_options(parser)
+    add_ray_option(parser, what="the snapshots")
+    add_output_options(parser)
+    parser.set_defaults(handler=snapshots, label="ghost-eval snapshots")
+
+
+def snapshots(args: argparse.Namespace, out: Output) -> None:
+    """``ghost-eval snapshots``: each snapshot of RUN against OPPONENT."""
+    from ghost.evaluation.snapshots import evaluate_run
+    from ghost.play import matches
+
+    policy, run_root = resolve_policy(args.policy)
+    if args.against == SNAPSHOTS:
+        raise ConfigError(
+            "ghost-eval snapshots plays the run's snapshots; --against must be another player, "
+            "not 'snapshots' (for the final policy vs each snapshot: ghost-eval match RUN "
+            "--against snapshots)"
+        )
+    if _seated(args, run_root):
+        raise ConfigError(
+            "snapshots is for runs on built-in games; in OpenSpiel/PettingZoo runs use "
+            "ghost-eval match RUN --against OPPONENT or ghost-eval exploitability RUN"
+        )
+    game = _game(args, run_root)
+    if run_root is None:
+        raise ConfigError(f"{args.policy} is not inside a run folder, which has the snapshots")
+    behavior = matches.policy_behavior(game, args.side)
+    rows = evaluate_run(
+        run_root, behavior, opponent=args.against, game=game,
+        games=ray_games(args.ray_address), **play_options(args),
+    )  # fmt: skip
+    title = f"{game}: each snapshot of {behavior} in {run_root} vs {rows[0].result.opponent}"
+    out.data["game"] = game
+    out.data["evaluations"] = [row.to_dict() for row in rows]
+    out.text.append(format_snapshots(title, rows, snapshot_is_policy=True))
+    if args.record:
+        _record(args, game, policy, args.against, out)
+
+
+# -- league --------------------------------------------------------------------------------------
+def add_league(commands: Any) -> None:
+    parser = new_command(
+        commands,
+        "league",
+        summary="a round robin of a run's players: Elo and OpenSkill ratings",
+        description="Play a round robin between RUN's snapshots, its final policy, the fixed "
+        "opponents of its self_play section and any --include-levels; print Elo (a "
+        "Bradley-Terry fit) and OpenSkill ratings and the pairwise score matrix. Progress on "
+        "stderr.",
+        examples="""\
+  ghost-eval league results/tennis --include-levels medium,strong   ratings table + matrix
+  ghost-eval league results/tennis --games-per-pair 100 --json      more games, JSON
+  ghost-eval league results/tennis --ray-address auto               the pairs on a Ray cluster""",
+    )
+    parser.add_argument("policy", metavar="RUN", help="run folder")
+    add_league_options(parser)
+    add_game_options(parser, side=False)
+    add_play_options(parser, episodes=None)
+    add_ray_option(parser, what="the pairs")
+    add_output_options(parser)
+    parser.set_defaults(handler=league, label="ghost-eval league")
+
+
+def league(args: argparse.Namespace, out: Output) -> None:
+    """``ghost-eval league``: a round robin of RUN's players, rated."""
+    from ghost.evaluation.league import format_league, play_league
+
+    _, run_root = resolve_policy(args.policy)
+    table = play_league(
+        need_run(args, run_root),
+        games_per_pair=40 if args.games_per_pair is None else args.games_per_pair,
+        include_levels=[level.strip() for level in args.include_levels.split(",") if level.strip()],
+        seed=args.seed,
+        game=args.game,
+        num_arenas=args.num_arenas,
+        deterministic=args.deterministic,
+        progress=_league_progress(),
+        games=ray_games(args.ray_address),
+    )
+    out.data["league"] = table.to_dict()
+    out.text.append(format_league(table))
+
+
+def _league_progress() -> Any:
+    """Progress of the league on stderr: one line rewritten in place on a terminal."""
+    tty = sys.stderr.isatty()
+
+    def progress(done: int, total: int, result: Any) -> None:
+        line = f"league: {done}/{total} pairs ({result.player} vs {result.opponent})"
+        if tty:
+            line = "\r" + line + "\033[K"
+        print(line, file=sys.stderr, end="\n" if not tty or done == total else "", flush=True)
+
+    return progress
+
+
+# -- report --------------------------------------------------------------------------------------
+def add_report(commands: Any) -> None:
+    parser = new_command(
+        commands,
+        "report",
+        summary="draw a run's Elo and reward curves into a PNG (needs matplotlib)",
+        description="Draw RUN's Elo and cumulative reward curves, read from its TensorBoard "
+        'logs, into OUT.png. Needs matplotlib: pip install -e ".[plots]".',
+        examples="""\
+  ghost-eval report results/tennis tennis.png""",
+    )
+    parser.add_argument("policy", metavar="RUN", help="run folder")
+    parser.add_argument("image", metavar="OUT.png", help="the picture to write")
+    add_output_options(parser)
+    parser.set_defaults(handler=report, label="ghost-eval report")
+
+
+def report(args: argparse.Namespace, out: Output) -> None:
+    """``ghost-eval report``: RUN's training curves, drawn."""
+    from ghost.evaluation import report as run_report
+
+    _, run_root = resolve_policy(args.policy)
+    path = run_report.write_report(need_run(args, run_root), args.image)
+    out.data["report"] = str(path)
+    out.text.append(f"report: {path}")

@@ -1,0 +1,9 @@
+"""Playing games between policies, and reading back the runs that trained them.
+
+Below both ``ghost.running`` (scheduled evaluations during training) and ``ghost.evaluation``
+(``ghost-eval``), which share it: seating players in a built-in game (``matches``), counting the
+results of one policy against one opponent (``head_to_head``), where those games are played
+(``game_runner``: here or as Ray tasks), what the players of a run play at every information
+state of an OpenSpiel game (``exploitability``), and a results folder read back
+(``run_record.RunRecord``).
+"""
