@@ -19,10 +19,13 @@ from typing import Any
 
 import numpy as np
 from mlagents.plugins.trainer_type import register_trainer_plugins
+from mlagents.trainers.action_info import ActionInfo
+from mlagents.trainers.agent_processor import AgentManagerQueue, AgentProcessor
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.environment_parameter_manager import EnvironmentParameterManager
 from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.settings import RunOptions, TrainerSettings
+from mlagents.trainers.stats import StatsReporter
 from mlagents.trainers.torch_entities.action_log_probs import LogProbsTuple
 from mlagents.trainers.trainer import TrainerFactory
 from mlagents.trainers.trajectory import AgentExperience, AgentStatus, Trajectory
@@ -30,9 +33,11 @@ from mlagents_envs.base_env import (
     ActionSpec,
     ActionTuple,
     BehaviorSpec,
+    DecisionSteps,
     DimensionProperty,
     ObservationSpec,
     ObservationType,
+    TerminalSteps,
 )
 
 CHECKS: dict[str, Callable[[], None]] = {}
@@ -116,6 +121,14 @@ def unknown_or_bad_self_play_keys_are_errors() -> None:
         {"Pong": {**ghost, "self_play": {"fixed_opponents": [{"name": "x", "scripted": "easy"}]}}},
         "behaviors.Pong.self_play.fixed_opponents[0].scripted",
     )
+    expect_error(
+        {"Pong": {**ghost, "self_play": {"league": {"main_exploiters": 1}}}},
+        "behaviors.Pong.self_play.league", "ghost-learn",
+    )  # fmt: skip
+    expect_error(
+        {"Pong": {**ghost, "self_play": {"average_policy": {"enabled": True}}}},
+        "behaviors.Pong.self_play.average_policy.enabled", "ghost-learn",
+    )  # fmt: skip
 
 
 @check
@@ -175,6 +188,31 @@ def factory_builds_our_ghost_not_ml_agents() -> None:
         assert trainer.controller.teams == [0, 1] and trainer.controller.learning_team == 0
 
 
+def finish_through_ml_agents(
+    trainer: Any,
+    agent_ids: list[int],
+    group_ids: list[int],
+    rewards: list[float],
+    group_reward: float,
+) -> list[Any]:
+    """One decision and one terminal step of these agents through ML-Agents' own agent processor
+    (worker 0): the trajectories it emits, with the groups noted on the way."""
+    policy = trainer.learner
+    processor = AgentProcessor(policy, "Pong?team=0", StatsReporter("plugin-checks"))
+    queue = AgentManagerQueue("Pong?team=0")
+    processor.publish_trajectory_queue(queue)
+    n = len(agent_ids)
+    obs, ids, groups = [np.zeros((n, 6), np.float32)], np.asarray(agent_ids), np.asarray(group_ids)
+    decision = DecisionSteps(obs, np.zeros(n, np.float32), ids, None, groups,
+                             np.zeros(n, np.float32))  # fmt: skip
+    processor.add_experiences(decision, TerminalSteps.empty(PONG_SPEC), 0, ActionInfo.empty())
+    action = policy.get_action(decision, 0)
+    terminal = TerminalSteps(obs, np.asarray(rewards, np.float32), np.zeros(n, bool), ids, groups,
+                             np.full(n, group_reward, np.float32))  # fmt: skip
+    processor.add_experiences(DecisionSteps.empty(PONG_SPEC), terminal, 0, action)
+    return [queue.get_nowait() for _ in range(queue.qsize())]
+
+
 @check
 def each_match_moves_elo_by_our_k_once() -> None:
     with tempfile.TemporaryDirectory() as folder:
@@ -183,17 +221,23 @@ def each_match_moves_elo_by_our_k_once() -> None:
         assert abs(trainer.state.rating - 1212.0) < 1e-9, trainer.state.rating  # K (1 - 1/2)
         # a group of two finishing together is one match, however many trajectories it sends
         rating = trainer.state.rating
-        trainer._rate_matches(
-            [finished("agent_0-2", 0.0, -1.0, 1), finished("agent_0-3", 0.0, -1.0, 1)]
-        )
+        pair = finish_through_ml_agents(trainer, [2, 3], [1, 1], [0.0, 0.0], -1.0)
+        assert len(pair) == 2 and all(len(t.steps[-1].group_status) == 1 for t in pair)
+        trainer._rate_matches(pair)
         expected = rating + 24 * (0.0 - 1 / (1 + 10 ** ((1188.0 - rating) / 400)))
         assert abs(trainer.state.rating - expected) < 1e-9, (trainer.state.rating, expected)
+        # two groups of two finishing in one step are two matches, exactly (not rounded up)
+        quartet = finish_through_ml_agents(trainer, [4, 5, 6, 7], [2, 2, 3, 3], [0.0] * 4, 1.0)
+        matches = trainer.state.win_rates.games("latest")
+        trainer._rate_matches(quartet)
+        assert trainer.state.win_rates.games("latest") == matches + 2
         # interrupted episodes are not results
-        interrupted = finished("agent_0-4", 1.0)._replace(
-            steps=[finished("agent_0-4", 1.0).steps[0]._replace(interrupted=True)]
+        rating = trainer.state.rating
+        interrupted = finished("agent_0-9", 1.0)._replace(
+            steps=[finished("agent_0-9", 1.0).steps[0]._replace(interrupted=True)]
         )
         trainer._rate_matches([interrupted])
-        assert abs(trainer.state.rating - expected) < 1e-9
+        assert abs(trainer.state.rating - rating) < 1e-9
 
 
 @check

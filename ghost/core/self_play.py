@@ -5,8 +5,8 @@ learner's rating, the fixed opponents, the opponents each ghosted team fields, t
 rates, and the counters that decide when to snapshot, swap and hand learning to another team;
 with ``self_play.league`` also the exploiters' bookkeeping and the league members
 (``ghost.core.league``).
-Weights are opaque (whatever the trainer's policy hands out); the adapter around a concrete
-trainer (``ghost.running.ghost_trainer``) asks it what is due and acts on the answer.
+Weights are opaque (whatever the trainer's policy hands out); the self-play cycle
+(``ghost.core.ghost_cycle``) asks it what is due and acts on the answer through its host.
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
 """The ``mlagents.trainer_type`` entry point: ``ghost_ppo``, ``ghost_sac`` and ``ghost_poca``.
 
 ML-Agents calls ``trainer_types()`` while parsing ``mlagents-learn``'s command line, before it
-reads the trainer YAML. Besides the factories and settings classes it returns, three things rely
+reads the trainer YAML. Besides the factories and settings classes it returns, four things rely
 on ML-Agents' internals, so they are installed only for a tested ML-Agents version (1.0 or 1.1):
 
 - the strict ``self_play`` hooks on ML-Agents' cattrs converter (``settings``);
 - environment resets on a team change: ML-Agents' trainer controller resets only when the ghost
   controller of its own trainer factory says so, so its ``should_reset`` also asks our runs;
-- the self-play state is saved whenever ML-Agents checkpoints the wrapped trainer.
+- the self-play state is saved whenever ML-Agents checkpoints the wrapped trainer;
+- the agent processor notes each finished agent's group (``groups``), so a group's match counts
+  once.
 
 With another ML-Agents version the trainer types are still registered, so a run that names one
 stops with a message saying which versions work (ML-Agents would otherwise swallow the plugin's
@@ -44,10 +46,12 @@ def trainer_types() -> tuple[dict[str, Any], dict[str, Any]]:
             {name: _unsupported_factory for name in TRAINER_TYPE_NAMES},
             {name: UnsupportedMLAgentsSettings for name in TRAINER_TYPE_NAMES},
         )
+    from ghost.mlagents_plugin.groups import install_group_hook
     from ghost.mlagents_plugin.settings import GHOST_TRAINER_TYPES, install_config_hooks
 
     install_config_hooks()
     _install_reset_hook()
+    install_group_hook()
     factories = {
         name: functools.partial(create_ghost_trainer, name) for name in GHOST_TRAINER_TYPES
     }

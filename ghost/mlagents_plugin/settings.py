@@ -98,6 +98,20 @@ def _reject_unsupported(settings: SelfPlaySettings) -> None:
             "evaluation games need ghost-learn's environment stepping and are not available "
             "inside mlagents-learn; evaluate the exported policies with ghost-eval instead",
         )
+    if settings.league.exploiters:
+        raise SelfPlaySectionError(
+            "self_play.league",
+            "league exploiters train with their own copies of the trainer, which ghost-learn "
+            "builds and mlagents-learn's trainer factory cannot; train a league with ghost-learn, "
+            "or remove self_play.league (main_exploiters and league_exploiters 0)",
+        )
+    if settings.average_policy.enabled:
+        raise SelfPlaySectionError(
+            "self_play.average_policy.enabled",
+            "the average policy is distilled into ghost-learn's own networks, while "
+            "mlagents-learn exports its own model files; train with ghost-learn for an averaged "
+            "policy, or set enabled: false",
+        )
     for position, fixed in enumerate(settings.fixed_opponents):
         if fixed.scripted is not None:
             raise SelfPlaySectionError(

@@ -18,9 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from mlagents_envs.logging_util import get_logger
 
 from ghost.core.self_play import SelfPlayState
+from ghost.mlagents_plugin.runs import GhostRun
 from trainers.atomic_files import atomic_save, atomic_write_text
+
+logger = get_logger(__name__)
 
 FORMAT = 1
 
@@ -65,6 +69,25 @@ class SelfPlayFiles:
         if record.get("format") != FORMAT:
             raise ValueError(f"{self.state_path} has an unknown format {record.get('format')!r}")
         return record
+
+
+def restore(record: dict[str, Any], *, state: SelfPlayState, run: GhostRun, step: int) -> None:
+    """Continue ``state`` and ``run``'s controller from a ``SelfPlayFiles.load`` record; ``step``
+    is the trainer step of the model checkpoint just loaded."""
+    name = state.behavior_name
+    if record["step"] != step:
+        logger.warning(
+            "%s: the self-play state on disk is from step %d, the model checkpoint from step "
+            "%d (the run stopped between the two writes); continuing with that state",
+            name, record["step"], step,
+        )  # fmt: skip
+    state.load_state_dict(record["self_play"], read_weights=read_snapshot)
+    run.restore_controller(record["controller"])
+    logger.info(
+        "%s: resumed self-play at step %d: window %s, Elo %.1f, learning team %s",
+        name, step, [s.snapshot_id for s in state.window], state.rating,
+        run.controller.learning_team,
+    )  # fmt: skip
 
 
 def read_snapshot(path: Path) -> Any:

@@ -20,7 +20,7 @@ import numpy as np
 from mlagents.trainers.policy import Policy
 
 from envs.stepping import ARENA_STRIDE
-from ghost.core.opponents import opponent_slots
+from ghost.core.opponents import Opponent, opponent_slots
 
 
 def worker_arena(worker_id: int) -> int:
@@ -65,6 +65,10 @@ class TeamPolicy(Policy):
             member.load_weights(member_weights)
         self._in_play = len(weights)
 
+    def face(self, opponents: Sequence[Opponent]) -> None:
+        """Act as these opponents from now on (snapshots' weights, or fixed opponents' policies)."""
+        self.play([_weights_of(opponent) for opponent in opponents])
+
     def member_for(self, worker_id: int) -> Policy:
         if self._in_play == 1:
             return self._members[0]
@@ -89,3 +93,10 @@ class TeamPolicy(Policy):
     def init_load_weights(self) -> None:
         for member in self._members:
             member.init_load_weights()
+
+
+def _weights_of(opponent: Opponent) -> Any:
+    if opponent.fixed is not None:
+        return opponent.fixed.policy
+    assert opponent.snapshot is not None
+    return opponent.snapshot.weights

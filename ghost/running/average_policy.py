@@ -7,7 +7,9 @@ The average of the policies it went through is closer to an equilibrium. With
 (``ObservationSample``); at export the final ``<Behavior>.pt`` is a copy of the learner trained to
 match, on those observations, the mean of the window's action distributions (every snapshot and
 the final learner weighted alike): for discrete branches the mean probabilities (cross-entropy),
-for continuous actions the Gaussian with the mixture's mean and variance (KL).
+for continuous actions the Gaussian with the mixture's mean and variance (KL). ``AveragePolicy``
+is the ghost trainer's collaborator: the self-play cycle shows it the learner's experience, the
+trainer asks it for the exported policy.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ import logging
 import numpy as np
 import torch
 
-from ghost.core.settings import AveragePolicySettings
+from ghost.core.settings import AveragePolicySettings, SelfPlaySettings
 from trainers.actor import ActionDistribution
-from trainers.base import StepBatch, Weights
+from trainers.base import Policy, StepBatch, Weights
 from trainers.magnet import kl_divergence
 from trainers.policy import TorchPolicy, to_tensors
 
@@ -71,6 +73,47 @@ class ObservationSample:
         assert self.obs is not None
         masks = None if self.masks is None else self.masks[: self.size]
         return [o[: self.size] for o in self.obs], masks
+
+
+class AveragePolicy:
+    """``self_play.average_policy``: samples the learner's observations while it trains and
+    distils the window's average at export.
+
+    Args:
+        settings: ``self_play.average_policy``.
+        sample: where the learner's observations are kept.
+    """
+
+    def __init__(self, settings: AveragePolicySettings, sample: ObservationSample) -> None:
+        self.settings = settings
+        self.sample = sample
+        self._exported: Policy | None = None
+
+    @classmethod
+    def for_settings(cls, self_play: SelfPlaySettings, *, seed: int) -> AveragePolicy | None:
+        """The average policy of a behavior's ``self_play`` section (None when it is off)."""
+        average = self_play.average_policy
+        if not average.enabled:
+            return None
+        # the sample spans about the window's steps
+        keep = average.observations / (self_play.save_steps * self_play.window)
+        return cls(average, ObservationSample(average.observations, keep=keep, seed=seed))
+
+    def add(self, experience: StepBatch) -> None:
+        """A step batch of the learner while it trains."""
+        self.sample.add(experience)
+
+    def export(self, learner: Policy, window: list[Weights], *, seed: int) -> Policy:
+        """The mean of ``window`` and ``learner``'s current weights distilled into a copy of
+        ``learner`` (computed once); ``learner`` itself when it is no ``TorchPolicy``."""
+        if not isinstance(learner, TorchPolicy):
+            return learner
+        if self._exported is None:
+            members = [*window, learner.get_weights()]
+            self._exported = distill_average(
+                learner, members, self.sample, self.settings, seed=seed
+            )
+        return self._exported
 
 
 def _mixture_target(

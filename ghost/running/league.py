@@ -1,7 +1,8 @@
 """Exploiter turns inside a ``GhostTrainer``: the exploiters' trainers, networks and turns.
 
-One ``ExploiterTurns`` per self-play behavior with ``self_play.league`` exploiters. What is
-decided (the role schedule, promotions, restarts) is ``ghost.core.league``'s; this module runs it:
+One ``ExploiterTurns`` per self-play behavior with ``self_play.league`` exploiters, the
+``LeagueTurns`` collaborator of its ``GhostCycle`` (``ghost.core.ghost_cycle``). What is decided
+(the role schedule, promotions, restarts) is ``ghost.core.league``'s; this module runs it:
 
 - each exploiter trains with its own instance of the behavior's trainer class and settings,
   built when its first turn comes (``exploiter_factory``); its statistics go to
@@ -29,8 +30,10 @@ from mlagents_envs.base_env import BehaviorSpec
 
 from envs.behavior_id import BehaviorId
 from ghost.core.controller import GhostController
+from ghost.core.ghost_cycle import MatchResult
 from ghost.core.league import Exploiter, LeagueState, TurnOutcome
 from ghost.core.opponents import Opponent
+from ghost.core.self_play import SelfPlayState
 from trainers.base import ExperienceQueue, Policy, StepBatch, Trainer
 
 logger = logging.getLogger(__name__)
@@ -53,18 +56,6 @@ def exploiter_factory(trainer: Trainer, folder: Path) -> ExploiterFactory:
         return exploiter
 
     return make
-
-
-def learning_exploiter(controller: GhostController) -> Exploiter | None:
-    """The exploiter playing the current learning turn (None: a main learner's turn)."""
-    team = controller.learning_team
-    if team is None or team not in controller.teams:
-        return None
-    try:
-        owner = controller.owner_of(team)
-    except KeyError:  # a restored rotation names a team not connected yet
-        return None
-    return owner.league.role_for(controller.team_changes)
 
 
 def fielded_opponents(controller: GhostController, arena: int) -> list[tuple[str, Opponent]]:
@@ -114,6 +105,24 @@ class ExploiterTurns:
         self.active: Exploiter | None = None
         self.turn_start_step = 0
 
+    @classmethod
+    def for_behavior(
+        cls, state: SelfPlayState, *, trainer: Trainer, make_trainer: ExploiterFactory | None
+    ) -> ExploiterTurns | None:
+        """The exploiter turns of ``state``'s league beside ``trainer`` (None without exploiters,
+        or when ``trainer`` does not train)."""
+        if not (state.league.enabled and trainer.training):
+            return None
+        if make_trainer is None:
+            raise ValueError(
+                f"{trainer.behavior_name}: self_play.league has exploiters, so the ghost "
+                "trainer needs make_trainer to build their trainers"
+            )
+        return cls(
+            league=state.league, make_trainer=make_trainer, seed=trainer.seed,
+            steps_per_team=state.settings.steps_per_team,
+        )  # fmt: skip
+
     # -- wiring ----------------------------------------------------------------------------
     def connect(self, behavior_id: BehaviorId, spec: BehaviorSpec) -> None:
         """A team of this behavior joined: exploiters built already learn for it too."""
@@ -158,12 +167,14 @@ class ExploiterTurns:
         if self.active is not None:
             self.turn_start_step = self.trainer_of(self.active).step
 
-    def put(
-        self, batch: StepBatch, results: list[tuple[int, float]], controller: GhostController
-    ) -> None:
-        """A step batch of the learning team, and its finished matches ``(arena, score)``."""
+    def put(self, experience: StepBatch) -> None:
+        """A step batch of the learning team: the active exploiter learns from it."""
         assert self.active is not None
-        self._queues[self.active.index][batch.behavior_id].put(batch)
+        self._queues[self.active.index][experience.behavior_id].put(experience)
+
+    def record(self, results: list[MatchResult], controller: GhostController) -> None:
+        """The learning team's finished matches ``(arena, score)``: the active exploiter's."""
+        assert self.active is not None
         for arena, score in results:
             self.active.record(score, fielded_opponents(controller, arena))
 
