@@ -217,6 +217,21 @@ def _unity_candidates(path: str) -> list[Path]:
     return [Path(path), *(Path(path + suffix) for suffix in UNITY_SUFFIXES)]
 
 
+def _unity_build(
+    path: str, env_settings: EnvironmentSettings | None, engine_settings: EngineSettings | None
+) -> UnityBuild:
+    """The factory of the Unity build at ``path``, launched as the settings (or defaults) say."""
+    env_settings = env_settings or EnvironmentSettings()
+    return UnityBuild(
+        file_name=path,
+        base_port=env_settings.base_port,
+        timeout_wait=env_settings.timeout_wait,
+        num_areas=env_settings.num_areas,
+        env_args=tuple(env_settings.env_args or ()),
+        engine=engine_settings or EngineSettings(),
+    )
+
+
 def resolve_env(
     env: str | None,
     *,
@@ -264,15 +279,7 @@ def resolve_env(
         source.load()
         return source
     if any(candidate.exists() for candidate in _unity_candidates(env)):
-        env_settings = env_settings or EnvironmentSettings()
-        return UnityBuild(
-            file_name=env,
-            base_port=env_settings.base_port,
-            timeout_wait=env_settings.timeout_wait,
-            num_areas=env_settings.num_areas,
-            env_args=tuple(env_settings.env_args or ()),
-            engine=engine_settings or EngineSettings(),
-        )
+        return _unity_build(env, env_settings, engine_settings)
     close = difflib.get_close_matches(env, list(games), n=1)
     hint = f" Did you mean the built-in game {close[0]!r}?" if close else ""
     raise EnvironmentSourceError(

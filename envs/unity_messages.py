@@ -182,33 +182,8 @@ def steps_from_output(
     and the same errors: ``RuntimeError`` for NaN or infinite observations and rewards,
     ``UnityObservationException`` for an observation whose shape is not the spec's.
     """
-    infos = list(agent_info_list)
-    n_agents = len(infos)
-    # each field read once per agent (the reads, not numpy, are the cost per agent here), in the
-    # order of the columns
-    fields = [
-        (info.done, info.max_step_reached, info.reward, info.group_reward, info.id, info.group_id)
-        for info in infos
-    ]
-    flat = itertools.chain.from_iterable(fields)
-    scalars = np.fromiter(flat, np.float64, count=_FIELDS * n_agents)
-    scalars = scalars.reshape(n_agents, _FIELDS)
-    observations = [info.observations for info in infos]
-    done = scalars[:, _DONE] != 0
-    if done.any():
-        ended = done.tolist()
-        deciding = _Agents.where(infos, observations, scalars, [not end for end in ended])
-        ending = _Agents.where(infos, observations, scalars, ended)
-    else:
-        deciding = _Agents(infos, observations, scalars)
-        ending = _Agents([], [], scalars[:0])
-    for index, obs_spec in enumerate(behavior_spec.observation_specs):
-        for agents in (deciding, ending):
-            if len(obs_spec.shape) == 3:
-                obs = rpc_utils._process_maybe_compressed_observation(index, obs_spec, agents.infos)
-            else:
-                obs = _vector_observation(index, obs_spec.shape, agents)
-            agents.obs.append(obs)
+    deciding, ending = _split_agents(list(agent_info_list))
+    _read_observations(behavior_spec, deciding, ending)
     for agents in (deciding, ending):
         _check_finite(agents.reward, "rewards")
     for agents in (deciding, ending):
@@ -234,6 +209,39 @@ def steps_from_output(
         ending.group_reward,
     )
     return decision, terminal
+
+
+def _split_agents(infos: list[AgentInfoProto]) -> tuple[_Agents, _Agents]:
+    """The deciding and the ending agents of ``infos``, each in the order sent."""
+    n_agents = len(infos)
+    # each field read once per agent (the reads, not numpy, are the cost per agent here), in the
+    # order of the columns
+    fields = [
+        (info.done, info.max_step_reached, info.reward, info.group_reward, info.id, info.group_id)
+        for info in infos
+    ]
+    flat = itertools.chain.from_iterable(fields)
+    scalars = np.fromiter(flat, np.float64, count=_FIELDS * n_agents)
+    scalars = scalars.reshape(n_agents, _FIELDS)
+    observations = [info.observations for info in infos]
+    done = scalars[:, _DONE] != 0
+    if not done.any():
+        return _Agents(infos, observations, scalars), _Agents([], [], scalars[:0])
+    ended = done.tolist()
+    deciding = _Agents.where(infos, observations, scalars, [not end for end in ended])
+    ending = _Agents.where(infos, observations, scalars, ended)
+    return deciding, ending
+
+
+def _read_observations(behavior_spec: BehaviorSpec, deciding: _Agents, ending: _Agents) -> None:
+    """Each observation of the spec, for the deciding then the ending agents, into their ``obs``."""
+    for index, obs_spec in enumerate(behavior_spec.observation_specs):
+        for agents in (deciding, ending):
+            if len(obs_spec.shape) == 3:
+                obs = rpc_utils._process_maybe_compressed_observation(index, obs_spec, agents.infos)
+            else:
+                obs = _vector_observation(index, obs_spec.shape, agents)
+            agents.obs.append(obs)
 
 
 class _Agents:

@@ -11,7 +11,7 @@ when their schedule is ``linear``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -39,6 +39,18 @@ def clipped_value_loss(
     to within ``epsilon`` of the ``old`` one."""
     clipped = old + torch.clamp(estimate - old, -epsilon, epsilon)
     return torch.max((target - estimate) ** 2, (target - clipped) ** 2).mean()
+
+
+class _Rollout(NamedTuple):
+    """The rollout as tensors on the device, indexed by minibatch rows (``None``: no such part)."""
+
+    obs: list[torch.Tensor]
+    continuous: torch.Tensor | None
+    discrete: torch.Tensor | None
+    masks: torch.Tensor | None
+    old_log_probs: torch.Tensor
+    #: normalized over the rollout
+    advantages: torch.Tensor
 
 
 class PPOTrainer(RLTrainer):
@@ -152,12 +164,7 @@ class PPOTrainer(RLTrainer):
         learning_rate, beta, epsilon = self._schedules()
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate
-        tensor = self._tensor
-        continuous = tensor(data.continuous_raw) if data.continuous_raw.shape[1] else None
-        discrete = tensor(data.discrete) if data.discrete.shape[1] else None
-        masks = tensor(data.action_mask) if data.action_mask is not None else None
-        old_log_probs = tensor(data.log_probs)
-        advantages_t = tensor((advantages - advantages.mean()) / (advantages.std() + 1e-10))
+        rollout = self._minibatch_source(data, obs, advantages)
         n = len(data)
         batch_size = min(h.batch_size, n)
         totals = dict.fromkeys(["policy", "entropy", "magnet", *critic_weights], 0.0)
@@ -166,25 +173,9 @@ class PPOTrainer(RLTrainer):
             order = torch.as_tensor(self.rng.permutation(n), device=self.device)
             for start in range(0, n - batch_size + 1, batch_size):
                 rows = order[start : start + batch_size]
-                dist = self.policy.actor(
-                    [o[rows] for o in obs], None if masks is None else masks[rows]
-                )
-                log_probs = dist.log_prob_components(
-                    None if continuous is None else continuous[rows],
-                    None if discrete is None else discrete[rows],
-                )
-                # one ratio per action component, each clipped on its own (ML-Agents' PPO)
-                ratio = torch.exp(log_probs - old_log_probs[rows])
-                advantage = advantages_t[rows].unsqueeze(1)
-                policy_loss = -torch.min(
-                    ratio * advantage, torch.clamp(ratio, 1 - epsilon, 1 + epsilon) * advantage
-                ).mean()
-                entropy = dist.mean_entropy().mean()
+                policy_loss, entropy, pull = self._actor_losses(rollout, rows, epsilon)
                 loss = policy_loss - beta * entropy
-                if self.magnet is not None:
-                    pull = self.magnet.divergence(
-                        dist, [o[rows] for o in obs], None if masks is None else masks[rows]
-                    )
+                if pull is not None:
                     loss = loss + h.magnet_strength * pull
                     totals["magnet"] += pull.item()
                 for name, term in critic_loss(rows, epsilon).items():
@@ -196,7 +187,56 @@ class PPOTrainer(RLTrainer):
                 totals["policy"] += policy_loss.item()
                 totals["entropy"] += entropy.item()
                 updates += 1
-        updates = max(updates, 1)
+        self._record_optimization(totals, max(updates, 1), learning_rate, beta, epsilon)
+
+    def _minibatch_source(
+        self, data: Transitions, obs: list[torch.Tensor], advantages: np.ndarray
+    ) -> _Rollout:
+        """The rollout's tensors the minibatches are rows of, advantages normalized."""
+        tensor = self._tensor
+        return _Rollout(
+            obs=obs,
+            continuous=tensor(data.continuous_raw) if data.continuous_raw.shape[1] else None,
+            discrete=tensor(data.discrete) if data.discrete.shape[1] else None,
+            masks=tensor(data.action_mask) if data.action_mask is not None else None,
+            old_log_probs=tensor(data.log_probs),
+            advantages=tensor((advantages - advantages.mean()) / (advantages.std() + 1e-10)),
+        )
+
+    def _actor_losses(
+        self, rollout: _Rollout, rows: torch.Tensor, epsilon: float
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """The clipped surrogate loss, the mean entropy and the magnet's pull (None without a
+        magnet) on the minibatch ``rows``."""
+        assert self.policy is not None
+        obs = [o[rows] for o in rollout.obs]
+        masks = None if rollout.masks is None else rollout.masks[rows]
+        dist = self.policy.actor(obs, masks)
+        log_probs = dist.log_prob_components(
+            None if rollout.continuous is None else rollout.continuous[rows],
+            None if rollout.discrete is None else rollout.discrete[rows],
+        )
+        # one ratio per action component, each clipped on its own (ML-Agents' PPO)
+        ratio = torch.exp(log_probs - rollout.old_log_probs[rows])
+        advantage = rollout.advantages[rows].unsqueeze(1)
+        policy_loss = -torch.min(
+            ratio * advantage, torch.clamp(ratio, 1 - epsilon, 1 + epsilon) * advantage
+        ).mean()
+        entropy = dist.mean_entropy().mean()
+        pull = None if self.magnet is None else self.magnet.divergence(dist, obs, masks)
+        return policy_loss, entropy, pull
+
+    def _record_optimization(
+        self,
+        totals: dict[str, float],
+        updates: int,
+        learning_rate: float,
+        beta: float,
+        epsilon: float,
+    ) -> None:
+        """The mean losses over ``updates`` minibatches and the schedules' values; the magnet
+        follows the updated policy."""
+        assert self.policy is not None
         magnet = totals.pop("magnet") / updates
         if self.magnet is not None:
             self.magnet.follow(self.policy.actor)

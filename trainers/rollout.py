@@ -20,7 +20,7 @@ import numpy as np
 from mlagents_envs.base_env import BehaviorSpec, DecisionSteps, TerminalSteps
 
 from envs.stepping import AGENT_ID_STRIDE
-from trainers.base import StepBatch
+from trainers.base import ActionOutput, StepBatch
 
 
 def group_keys(agent_ids: np.ndarray, group_ids: np.ndarray) -> np.ndarray:
@@ -198,75 +198,97 @@ class TransitionAssembler:
         """Fold one step batch in; return the transitions and episodes it completed."""
         parts: list[Transitions] = []
         episodes = None
-        terminal = batch.steps.terminal
+        terminal, decision = batch.steps.terminal, batch.steps.decision
         if len(terminal):
-            slots = self._slots("terminal", terminal.agent_id)
-            known = self._pending[slots]
-            rewards = terminal.reward + terminal.group_reward
-            if known.any():
-                done_slots = slots[known]
-                parts.append(
-                    self._complete(
-                        done_slots,
-                        rewards=rewards[known],
-                        next_obs=[o[known] for o in terminal.obs],
-                        next_mask=None,
-                        dones=~terminal.interrupted[known],
-                        continues=np.zeros(len(done_slots), bool),
-                        steps=terminal,
-                        rows=known,
-                    )
-                )
-                episodes = FinishedEpisodes(
-                    rewards=self._episode_reward[done_slots] + rewards[known],
-                    lengths=self._episode_length[done_slots].copy(),
-                    group_rewards=self._episode_group_reward[done_slots]
-                    + terminal.group_reward[known],
-                )
-            self._pending[slots] = False
-            self._since_cut[slots] = 0
-            self._episode_reward[slots] = 0.0
-            self._episode_group_reward[slots] = 0.0
-            self._episode_length[slots] = 0
-        decision = batch.steps.decision
+            ended, episodes = self._end_episodes(terminal)
+            if ended is not None:
+                parts.append(ended)
         if len(decision):
-            slots = self._slots("decision", decision.agent_id)
-            rewards = decision.reward + decision.group_reward
-            masks = decision.action_mask
-            flat_mask = None
-            if self._branches and masks is not None:
-                flat_mask = masks[0] if len(masks) == 1 else np.concatenate(masks, axis=1)
-            known = self._pending[slots]
-            if known.any():
-                ongoing = slots[known]
-                self._since_cut[ongoing] += 1
-                cut = self._since_cut[ongoing] >= self.time_horizon
-                self._since_cut[ongoing[cut]] = 0
-                parts.append(
-                    self._complete(
-                        ongoing,
-                        rewards=rewards[known],
-                        next_obs=[o[known] for o in decision.obs],
-                        next_mask=None if flat_mask is None else flat_mask[known],
-                        dones=np.zeros(len(ongoing), bool),
-                        continues=~cut,
-                        steps=decision,
-                        rows=known,
-                    )
-                )
-            self._episode_reward[slots] += rewards
-            self._episode_group_reward[slots] += decision.group_reward
-            self._episode_length[slots] += 1
-            for pending, observed in zip(self._pending_obs, decision.obs, strict=True):
-                pending[slots] = observed
-            output = batch.output
-            self._pending_raw[slots] = output.continuous_raw
-            if self._branches:
-                self._pending_discrete[slots] = output.actions.discrete
-                self._pending_mask[slots] = flat_mask if flat_mask is not None else False
-            self._pending_log_probs[slots] = output.log_probs
-            self._pending[slots] = True
+            ongoing = self._decide(decision, batch.output)
+            if ongoing is not None:
+                parts.append(ongoing)
         return (Transitions.concatenate(parts) if parts else None), episodes
+
+    def _end_episodes(
+        self, terminal: TerminalSteps
+    ) -> tuple[Transitions | None, FinishedEpisodes | None]:
+        """Complete the pending actions of the agents whose episode ended, and forget them."""
+        slots = self._slots("terminal", terminal.agent_id)
+        known = self._pending[slots]
+        rewards = terminal.reward + terminal.group_reward
+        completed = episodes = None
+        if known.any():
+            done_slots = slots[known]
+            completed = self._complete(
+                done_slots,
+                rewards=rewards[known],
+                next_obs=[o[known] for o in terminal.obs],
+                next_mask=None,
+                dones=~terminal.interrupted[known],
+                continues=np.zeros(len(done_slots), bool),
+                steps=terminal,
+                rows=known,
+            )
+            episodes = FinishedEpisodes(
+                rewards=self._episode_reward[done_slots] + rewards[known],
+                lengths=self._episode_length[done_slots].copy(),
+                group_rewards=self._episode_group_reward[done_slots] + terminal.group_reward[known],
+            )
+        self._pending[slots] = False
+        self._since_cut[slots] = 0
+        self._episode_reward[slots] = 0.0
+        self._episode_group_reward[slots] = 0.0
+        self._episode_length[slots] = 0
+        return completed, episodes
+
+    def _decide(self, decision: DecisionSteps, output: ActionOutput) -> Transitions | None:
+        """Complete the pending actions of the deciding agents (cutting trajectories at
+        ``time_horizon``), then hold their new actions pending."""
+        slots = self._slots("decision", decision.agent_id)
+        rewards = decision.reward + decision.group_reward
+        masks = decision.action_mask
+        flat_mask = None
+        if self._branches and masks is not None:
+            flat_mask = masks[0] if len(masks) == 1 else np.concatenate(masks, axis=1)
+        completed = None
+        known = self._pending[slots]
+        if known.any():
+            ongoing = slots[known]
+            self._since_cut[ongoing] += 1
+            cut = self._since_cut[ongoing] >= self.time_horizon
+            self._since_cut[ongoing[cut]] = 0
+            completed = self._complete(
+                ongoing,
+                rewards=rewards[known],
+                next_obs=[o[known] for o in decision.obs],
+                next_mask=None if flat_mask is None else flat_mask[known],
+                dones=np.zeros(len(ongoing), bool),
+                continues=~cut,
+                steps=decision,
+                rows=known,
+            )
+        self._episode_reward[slots] += rewards
+        self._episode_group_reward[slots] += decision.group_reward
+        self._episode_length[slots] += 1
+        self._hold(slots, decision, output, flat_mask)
+        return completed
+
+    def _hold(
+        self,
+        slots: np.ndarray,
+        decision: DecisionSteps,
+        output: ActionOutput,
+        flat_mask: np.ndarray | None,
+    ) -> None:
+        """Keep the deciding agents' observations and chosen actions until their outcome."""
+        for pending, observed in zip(self._pending_obs, decision.obs, strict=True):
+            pending[slots] = observed
+        self._pending_raw[slots] = output.continuous_raw
+        if self._branches:
+            self._pending_discrete[slots] = output.actions.discrete
+            self._pending_mask[slots] = flat_mask if flat_mask is not None else False
+        self._pending_log_probs[slots] = output.log_probs
+        self._pending[slots] = True
 
     def state_dict(self) -> dict[str, object]:
         """Pending actions and running episodes (copies; the shared slot table is the trainer's)."""

@@ -39,9 +39,7 @@ def match_behaviors(
             of one name, or behaviors on different teams) lacks ``self_play``; or teams of one
             name report different observation/action specs.
     """
-    teams: dict[str, list[BehaviorId]] = {}
-    for behavior_id in sorted(behavior_specs):
-        teams.setdefault(behavior_id.name, []).append(behavior_id)
+    teams = _teams_by_name(behavior_specs)
     all_teams = {behavior_id.team for behavior_id in behavior_specs}
     for name in options.behaviors.keys() - teams.keys():
         logger.warning(
@@ -52,27 +50,55 @@ def match_behaviors(
 
     resolved: dict[str, BehaviorSettings] = {}
     for name, ids in teams.items():
-        if name not in options.behaviors and options.default_settings is None:
-            if options.behaviors:
-                raise EnvironmentSpecError(
-                    f"the environment's behavior {name!r} has no settings: add behaviors.{name} "
-                    "to the configuration, or a default_settings section"
-                )
-            logger.warning("behavior %r is not configured; training it with the defaults", name)
-        if name in options.behaviors:
-            resolved[name] = options.behaviors[name]
-        elif options.default_settings is not None:
-            resolved[name] = options.default_settings
-        else:
-            resolved[name] = default_behavior_settings()
-        first = _spec_shape(behavior_specs[ids[0]])
-        for other in ids[1:]:
-            if _spec_shape(behavior_specs[other]) != first:
-                raise EnvironmentSpecError(
-                    f"behavior {name!r}: team {other.team} reports other observations or actions "
-                    f"than team {ids[0].team}; every team of one behavior name shares one network"
-                )
+        resolved[name] = _settings_for(name, options)
+        _check_teams_share_specs(name, ids, behavior_specs)
+    _check_self_play(teams, resolved, all_teams)
+    return resolved
 
+
+def _teams_by_name(behavior_specs: Mapping[BehaviorId, Any]) -> dict[str, list[BehaviorId]]:
+    """The environment's behavior ids grouped by name, in sorted order."""
+    teams: dict[str, list[BehaviorId]] = {}
+    for behavior_id in sorted(behavior_specs):
+        teams.setdefault(behavior_id.name, []).append(behavior_id)
+    return teams
+
+
+def _settings_for(name: str, options: RunOptions) -> BehaviorSettings:
+    """``behaviors.<name>``, else ``default_settings``, else the defaults (only when the
+    configuration names no behavior at all)."""
+    if name in options.behaviors:
+        return options.behaviors[name]
+    if options.default_settings is not None:
+        return options.default_settings
+    if options.behaviors:
+        raise EnvironmentSpecError(
+            f"the environment's behavior {name!r} has no settings: add behaviors.{name} "
+            "to the configuration, or a default_settings section"
+        )
+    logger.warning("behavior %r is not configured; training it with the defaults", name)
+    return default_behavior_settings()
+
+
+def _check_teams_share_specs(
+    name: str, ids: list[BehaviorId], behavior_specs: Mapping[BehaviorId, Any]
+) -> None:
+    """Every team of ``name`` must report the same specs: they share one network."""
+    first = _spec_shape(behavior_specs[ids[0]])
+    for other in ids[1:]:
+        if _spec_shape(behavior_specs[other]) != first:
+            raise EnvironmentSpecError(
+                f"behavior {name!r}: team {other.team} reports other observations or actions "
+                f"than team {ids[0].team}; every team of one behavior name shares one network"
+            )
+
+
+def _check_self_play(
+    teams: Mapping[str, list[BehaviorId]],
+    resolved: Mapping[str, BehaviorSettings],
+    all_teams: set[int],
+) -> None:
+    """Adversarial behaviors need ``self_play``; with a single team it is only warned about."""
     missing = [
         name
         for name, ids in teams.items()
@@ -95,4 +121,3 @@ def match_behaviors(
                     "there is no opponent to ghost",
                     name,
                 )
-    return resolved

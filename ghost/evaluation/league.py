@@ -264,6 +264,74 @@ def play_pair(
     return PairResult(a.name, b.name, wins, draws, losses, interrupted)
 
 
+def _league_game(run_dir: Path, game: str | None) -> str:
+    """``game``, or else the built-in game named in the run's configuration.yaml; checked."""
+    if game is None:
+        game = RunRecord(run_dir).builtin_game if run_dir.is_dir() else None
+    if game is None:
+        raise ConfigError(
+            f"cannot tell the game of run {run_dir} from its configuration.yaml; pass game= / "
+            f"--game, one of {', '.join(sorted(matches.BUILTIN_GAMES))}"
+        )
+    matches.check_game(game)
+    return game
+
+
+def _pairs_to_play(
+    players: Sequence[LeaguePlayer], *, symmetric: bool, game: str, run_dir: Path
+) -> list[tuple[LeaguePlayer, LeaguePlayer]]:
+    """``league_pairs`` of ``players``; at least one, or a ``ConfigError`` that says what to add."""
+    pairs = league_pairs(players, symmetric=symmetric)
+    if not pairs:
+        raise ConfigError(
+            f"a league needs two players (one on each side of {game}); run {run_dir} has "
+            f"{', '.join(p.name for p in players) or 'none'}: add scripted levels with "
+            "--include-levels (e.g. medium,strong)"
+        )
+    logger.info("%s league of %s: %d players, %d pairs", game, run_dir, len(players), len(pairs))
+    return pairs
+
+
+def _play_pairs(
+    pairs: Sequence[tuple[LeaguePlayer, LeaguePlayer]],
+    *,
+    runner: GameRunner,
+    progress: Callable[[int, int, PairResult], None] | None,
+    game: str,
+    games_per_pair: int,
+    symmetric: bool,
+    seed: int,
+    num_arenas: int | None,
+    deterministic: bool,
+) -> list[PairResult]:
+    """Every pair's ``play_pair`` result, in pair order, played on ``runner``."""
+    by_pair: dict[Any, PairResult] = {}
+
+    def collect(wait: bool) -> None:
+        for index, result in runner.finished(wait=wait):
+            by_pair[index] = result
+            if progress is not None:
+                progress(len(by_pair), len(pairs), result)
+
+    for index, (a, b) in enumerate(pairs):
+        runner.submit(
+            index,
+            play_pair,
+            a=a,
+            b=b,
+            game=game,
+            games=games_per_pair,
+            symmetric=symmetric,
+            seed=seed,
+            pair_index=index,
+            num_arenas=num_arenas,
+            deterministic=deterministic,
+        )
+        collect(wait=False)
+    collect(wait=True)
+    return [by_pair[index] for index in range(len(pairs))]
+
+
 def play_league(
     run_dir: str | Path,
     *,
@@ -300,49 +368,20 @@ def play_league(
     run_dir = Path(run_dir)
     if games_per_pair < 1:
         raise ConfigError(f"--games-per-pair must be >= 1 (got {games_per_pair})")
-    if game is None:
-        game = RunRecord(run_dir).builtin_game if run_dir.is_dir() else None
-    if game is None:
-        raise ConfigError(
-            f"cannot tell the game of run {run_dir} from its configuration.yaml; pass game= / "
-            f"--game, one of {', '.join(sorted(matches.BUILTIN_GAMES))}"
-        )
-    matches.check_game(game)
+    game = _league_game(run_dir, game)
     players, symmetric = league_players(run_dir, game=game, include_levels=include_levels)
-    pairs = league_pairs(players, symmetric=symmetric)
-    if not pairs:
-        raise ConfigError(
-            f"a league needs two players (one on each side of {game}); run {run_dir} has "
-            f"{', '.join(p.name for p in players) or 'none'}: add scripted levels with "
-            "--include-levels (e.g. medium,strong)"
-        )
-    logger.info("%s league of %s: %d players, %d pairs", game, run_dir, len(players), len(pairs))
-    runner = games if games is not None else InlineGames()
-    by_pair: dict[Any, PairResult] = {}
-
-    def collect(wait: bool) -> None:
-        for index, result in runner.finished(wait=wait):
-            by_pair[index] = result
-            if progress is not None:
-                progress(len(by_pair), len(pairs), result)
-
-    for index, (a, b) in enumerate(pairs):
-        runner.submit(
-            index,
-            play_pair,
-            a=a,
-            b=b,
-            game=game,
-            games=games_per_pair,
-            symmetric=symmetric,
-            seed=seed,
-            pair_index=index,
-            num_arenas=num_arenas,
-            deterministic=deterministic,
-        )
-        collect(wait=False)
-    collect(wait=True)
-    results = [by_pair[index] for index in range(len(pairs))]
+    pairs = _pairs_to_play(players, symmetric=symmetric, game=game, run_dir=run_dir)
+    results = _play_pairs(
+        pairs,
+        runner=games if games is not None else InlineGames(),
+        progress=progress,
+        game=game,
+        games_per_pair=games_per_pair,
+        symmetric=symmetric,
+        seed=seed,
+        num_arenas=num_arenas,
+        deterministic=deterministic,
+    )
     return build_table(
         players,
         results,

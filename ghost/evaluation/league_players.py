@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,81 @@ def _fixed_player(entry: Any, *, game: str, behavior: str) -> LeaguePlayer | Non
     return LeaguePlayer(name=entry.name, kind=FIXED, behavior=behavior, path=path)
 
 
+def _check_levels(game: str, include_levels: Sequence[str]) -> None:
+    levels = scripted_levels(game)
+    unknown = [level for level in include_levels if level not in levels]
+    if unknown:
+        raise ConfigError(
+            f"--include-levels: {', '.join(map(repr, unknown))} not a scripted level of {game}; "
+            f"choose from {', '.join(levels)}"
+        )
+
+
+#: ``named(name, behavior, kind)``: the player's unique name in the league
+_Namer = Callable[[str, str, str], str]
+
+
+def _own_players(
+    run: RunRecord, behavior: str, *, steps: dict[str, int], named: _Namer
+) -> list[LeaguePlayer]:
+    """``behavior``'s snapshots in the run (oldest first), then its final policy (at ``steps``)."""
+    players: list[LeaguePlayer] = []
+    try:
+        snapshots = run.snapshots(behavior)
+    except RunDirectoryError as error:
+        logger.info("%s", error)
+        snapshots = []
+    for snapshot in snapshots:
+        players.append(
+            LeaguePlayer(
+                name=named(f"snapshot-{snapshot.snapshot_id}", behavior, SNAPSHOT),
+                kind=SNAPSHOT,
+                behavior=behavior,
+                path=snapshot.path,
+                step=snapshot.step,
+                training_rating=snapshot.rating,
+            )
+        )
+    final = run.final_policy_path(behavior)
+    if final.is_file():
+        players.append(
+            LeaguePlayer(
+                name=named("final", behavior, FINAL),
+                kind=FINAL,
+                behavior=behavior,
+                path=final,
+                step=steps.get(behavior),
+            )
+        )
+    return players
+
+
+def _opponent_players(
+    run_dir: Path, behavior: str, *, game: str, include_levels: Sequence[str], named: _Namer
+) -> list[LeaguePlayer]:
+    """``behavior``'s fixed opponents in the run, then the ``include_levels`` not among them."""
+    players: list[LeaguePlayer] = []
+    fixed_levels = set()
+    for entry in _fixed_entries(run_dir, behavior):
+        player = _fixed_player(entry, game=game, behavior=behavior)
+        if player is not None:
+            players.append(attrs.evolve(player, name=named(entry.name, behavior, FIXED)))
+            fixed_levels.add(player.level)
+    for level in dict.fromkeys(include_levels):
+        if level in fixed_levels:
+            logger.info("level %s is already a fixed opponent of %s", level, behavior)
+            continue
+        players.append(
+            LeaguePlayer(
+                name=named(level, behavior, SCRIPTED),
+                kind=SCRIPTED,
+                behavior=behavior,
+                level=level,
+            )
+        )
+    return players
+
+
 def league_players(
     run_dir: str | Path, *, game: str, include_levels: Sequence[str] = ()
 ) -> tuple[list[LeaguePlayer], bool]:
@@ -100,13 +175,7 @@ def league_players(
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise RunDirectoryError(f"run folder {run_dir} does not exist; pass results/<run-id>")
-    levels = scripted_levels(game)
-    unknown = [level for level in include_levels if level not in levels]
-    if unknown:
-        raise ConfigError(
-            f"--include-levels: {', '.join(map(repr, unknown))} not a scripted level of {game}; "
-            f"choose from {', '.join(levels)}"
-        )
+    _check_levels(game, include_levels)
     behaviors = list(
         dict.fromkeys([matches.policy_behavior(game, None), matches.opponent_behavior(game, None)])
     )
@@ -126,49 +195,8 @@ def league_players(
         return label
 
     for behavior in behaviors:
-        try:
-            snapshots = run.snapshots(behavior)
-        except RunDirectoryError as error:
-            logger.info("%s", error)
-            snapshots = []
-        for snapshot in snapshots:
-            players.append(
-                LeaguePlayer(
-                    name=named(f"snapshot-{snapshot.snapshot_id}", behavior, SNAPSHOT),
-                    kind=SNAPSHOT,
-                    behavior=behavior,
-                    path=snapshot.path,
-                    step=snapshot.step,
-                    training_rating=snapshot.rating,
-                )
-            )
-        final = run.final_policy_path(behavior)
-        if final.is_file():
-            players.append(
-                LeaguePlayer(
-                    name=named("final", behavior, FINAL),
-                    kind=FINAL,
-                    behavior=behavior,
-                    path=final,
-                    step=steps.get(behavior),
-                )
-            )
-        fixed_levels = set()
-        for entry in _fixed_entries(run_dir, behavior):
-            player = _fixed_player(entry, game=game, behavior=behavior)
-            if player is not None:
-                players.append(attrs.evolve(player, name=named(entry.name, behavior, FIXED)))
-                fixed_levels.add(player.level)
-        for level in dict.fromkeys(include_levels):
-            if level in fixed_levels:
-                logger.info("level %s is already a fixed opponent of %s", level, behavior)
-                continue
-            players.append(
-                LeaguePlayer(
-                    name=named(level, behavior, SCRIPTED),
-                    kind=SCRIPTED,
-                    behavior=behavior,
-                    level=level,
-                )
-            )
+        players += _own_players(run, behavior, steps=steps, named=named)
+        players += _opponent_players(
+            run_dir, behavior, game=game, include_levels=include_levels, named=named
+        )
     return players, symmetric

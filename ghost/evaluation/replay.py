@@ -26,7 +26,7 @@ import torch
 from PIL import Image, ImageDraw, ImageFont
 
 from envs.matrix_games import MatrixGame
-from ghost.play.matches import MatchSetup, open_match
+from ghost.play.matches import Match, MatchSetup, open_match
 
 logger = logging.getLogger(__name__)
 
@@ -260,6 +260,82 @@ def draw_frame(state: dict[str, Any], caption: Caption, *, policy_team: int = 0)
 _OUTCOME = {1: "blue wins", 0: "draw", -1: "red wins", None: "interrupted"}
 
 
+@attrs.define(kw_only=True)
+class _Recording:
+    """The frames of one match as it is recorded, each with its duration, and its results."""
+
+    match: Match
+    game: str
+    wanted: int
+    matrix: bool
+    frames: list[Image.Image] = attrs.Factory(list)
+    durations: list[int] = attrs.Factory(list)
+    results: list[int | None] = attrs.Factory(list)
+
+    def status(self, step: int, finished: bool) -> str:
+        results = self.results
+        tally = (
+            sum(r == 1 for r in results),
+            sum(r == 0 for r in results),
+            sum(r == -1 for r in results),
+        )
+        unit = "round" if self.matrix else "episode"
+        shown = len(results) if finished else len(results) + 1
+        text = (
+            f"{self.game}  {unit} {shown}/{self.wanted}  "
+            f"blue W-D-L {tally[0]}-{tally[1]}-{tally[2]}"
+        )
+        return text if self.matrix else f"{text}  step {step}"
+
+    def add(self, state: dict[str, Any], banner: str | None, duration: int) -> None:
+        caption = Caption(
+            blue=self.match.policy_label,
+            red=self.match.opponent_label,
+            status=self.status(int(state.get("step", 0)), finished=banner is not None),
+            banner=banner,
+        )
+        self.frames.append(draw_frame(state, caption, policy_team=self.match.team))
+        self.durations.append(duration)
+
+
+def _play_recording(recording: _Recording, *, seed: int, max_frames: int, frame_ms: int) -> None:
+    """Step the match until ``recording`` has its episodes or ``max_frames`` frames."""
+    match, matrix, results = recording.match, recording.matrix, recording.results
+    with torch.random.fork_rng(devices=[]):
+        if seed >= 0:
+            torch.manual_seed(seed)
+        state = match.env.render_arena(0)
+        if not matrix:
+            recording.add(state, None, frame_ms)
+        while len(results) < recording.wanted and len(recording.frames) < max_frames:
+            match.step()
+            _, outcome, cut = match.ended()
+            if len(outcome):
+                results.append(None if cut[0] else int(outcome[0]))
+                banner = _OUTCOME[results[-1]]
+                if matrix:
+                    recording.add(match.env.render_arena(0), banner, max(frame_ms, 600))
+                    continue
+                recording.add(state, banner, max(frame_ms * 10, 1000))
+            state = match.env.render_arena(0)
+            if len(results) < recording.wanted and not matrix:
+                recording.add(state, None, frame_ms)
+
+
+def _write_gif(path: Path, frames: list[Image.Image], durations: list[int]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    paletted = [f.quantize(palette=_PALETTE, dither=_NO_DITHER) for f in frames]
+    paletted[0].save(
+        path,
+        format="GIF",
+        save_all=True,
+        append_images=paletted[1:],
+        duration=durations,
+        loop=0,
+        disposal=1,
+    )
+
+
 def record_match(
     *,
     game: str,
@@ -292,65 +368,14 @@ def record_match(
     )
     matrix = isinstance(match.env, MatrixGame)
     wanted = episodes if episodes is not None else (20 if matrix else 3)
-    frame_ms = max(20, round(1000 / fps))
-    frames: list[Image.Image] = []
-    durations: list[int] = []
-    results: list[int | None] = []
-
-    def status(step: int, finished: bool) -> str:
-        tally = (
-            sum(r == 1 for r in results),
-            sum(r == 0 for r in results),
-            sum(r == -1 for r in results),
-        )
-        unit = "round" if matrix else "episode"
-        shown = len(results) if finished else len(results) + 1
-        text = f"{game}  {unit} {shown}/{wanted}  blue W-D-L {tally[0]}-{tally[1]}-{tally[2]}"
-        return text if matrix else f"{text}  step {step}"
-
-    def add(state: dict[str, Any], banner: str | None, duration: int) -> None:
-        caption = Caption(
-            blue=match.policy_label,
-            red=match.opponent_label,
-            status=status(int(state.get("step", 0)), finished=banner is not None),
-            banner=banner,
-        )
-        frames.append(draw_frame(state, caption, policy_team=match.team))
-        durations.append(duration)
-
+    recording = _Recording(match=match, game=game, wanted=wanted, matrix=matrix)
     try:
-        with torch.random.fork_rng(devices=[]):
-            if seed >= 0:
-                torch.manual_seed(seed)
-            state = match.env.render_arena(0)
-            if not matrix:
-                add(state, None, frame_ms)
-            while len(results) < wanted and len(frames) < max_frames:
-                match.step()
-                _, outcome, cut = match.ended()
-                if len(outcome):
-                    results.append(None if cut[0] else int(outcome[0]))
-                    banner = _OUTCOME[results[-1]]
-                    if matrix:
-                        add(match.env.render_arena(0), banner, max(frame_ms, 600))
-                        continue
-                    add(state, banner, max(frame_ms * 10, 1000))
-                state = match.env.render_arena(0)
-                if len(results) < wanted and not matrix:
-                    add(state, None, frame_ms)
+        _play_recording(
+            recording, seed=seed, max_frames=max_frames, frame_ms=max(20, round(1000 / fps))
+        )
     finally:
         match.close()
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    paletted = [f.quantize(palette=_PALETTE, dither=_NO_DITHER) for f in frames]
-    paletted[0].save(
-        path,
-        format="GIF",
-        save_all=True,
-        append_images=paletted[1:],
-        duration=durations,
-        loop=0,
-        disposal=1,
-    )
-    logger.info("recorded %d frames of %s to %s", len(frames), game, path)
-    return Replay(path=path, frames=len(frames), results=tuple(results))
+    _write_gif(path, recording.frames, recording.durations)
+    logger.info("recorded %d frames of %s to %s", len(recording.frames), game, path)
+    return Replay(path=path, frames=len(recording.frames), results=tuple(recording.results))

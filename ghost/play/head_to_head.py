@@ -219,13 +219,24 @@ def evaluate(
     )
     try:
         counts = _play(match, episodes=episodes, seed=seed)
-        mine = [s for s in match.seats if s.behavior_name in match.side]
-        theirs = [s for s in match.seats if s.behavior_name not in match.side]
-        exploitability, probabilities = _exploitability(match, mine)
-        opponent_exploitability, opponent_probabilities = _exploitability(match, theirs)
+        result = _evaluation_result(
+            match, counts, game=game, seed=seed, deterministic=deterministic
+        )
     finally:
         match.close()
-    result = EvaluationResult(
+    _log_result(result)
+    return result
+
+
+def _evaluation_result(
+    match: Match, counts: dict[Any, int], *, game: str, seed: int, deterministic: bool
+) -> EvaluationResult:
+    """The counts of a played ``match``, with exploitabilities read while it is still open."""
+    mine = [s for s in match.seats if s.behavior_name in match.side]
+    theirs = [s for s in match.seats if s.behavior_name not in match.side]
+    exploitability, probabilities = _exploitability(match, mine)
+    opponent_exploitability, opponent_probabilities = _exploitability(match, theirs)
+    return EvaluationResult(
         game=game,
         policy=match.policy_label,
         opponent=match.opponent_label,
@@ -241,9 +252,12 @@ def evaluate(
         policy_probabilities=probabilities,
         opponent_probabilities=opponent_probabilities,
     )
+
+
+def _log_result(result: EvaluationResult) -> None:
     logger.info(
         "%s: %s vs %s: %d-%d-%d (%d interrupted)",
-        game,
+        result.game,
         result.policy,
         result.opponent,
         result.wins,
@@ -251,7 +265,6 @@ def evaluate(
         result.losses,
         result.interrupted,
     )
-    return result
 
 
 def _play(match: Match, *, episodes: int, seed: int) -> dict[Any, int]:

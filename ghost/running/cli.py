@@ -41,91 +41,105 @@ one folder per behavior (stats, checkpoints/, snapshots/) and <Behavior>.pt (the
 """
 
 
-# fmt: off
-# A flag's dest is the config key it overrides, so the parsed flags feed resolve_options as is.
 def _add_flags(parser: argparse.ArgumentParser) -> None:
-    def flag(group: Any, name: str, key: str, text: str, **options: Any) -> None:
-        group.add_argument(name, dest=key, help=f"{text} [{key}]", **options)
+    """mlagents-learn's flags, in --help's order of groups."""
+    _add_run_flags(parser)
+    _add_environment_flags(parser)
+    _add_engine_flags(parser)
+    _add_torch_flags(parser)
 
+
+# A flag's dest is the config key it overrides, so the parsed flags feed resolve_options as is.
+def _flag(group: Any, name: str, key: str, text: str, **options: Any) -> None:
+    group.add_argument(name, dest=key, help=f"{text} [{key}]", **options)
+
+
+# fmt: off
+def _add_run_flags(parser: argparse.ArgumentParser) -> None:
     run = parser.add_argument_group("run")
-    flag(run, "--run-id", "checkpoint_settings.run_id",
+    _flag(run, "--run-id", "checkpoint_settings.run_id",
          "name of the run; results go to <results-dir>/<ID> (default: ppo)", metavar="ID")
-    flag(run, "--resume", "checkpoint_settings.resume",
+    _flag(run, "--resume", "checkpoint_settings.resume",
          "continue the run --run-id from its last checkpoint", action="store_true")
-    flag(run, "--force", "checkpoint_settings.force",
+    _flag(run, "--force", "checkpoint_settings.force",
          "delete the earlier results of --run-id and start over", action="store_true")
-    flag(run, "--initialize-from", "checkpoint_settings.initialize_from",
+    _flag(run, "--initialize-from", "checkpoint_settings.initialize_from",
          "start the networks from the policies of an earlier run (same behaviors and specs)",
          metavar="RUN_ID")
-    flag(run, "--inference", "checkpoint_settings.inference",
+    _flag(run, "--inference", "checkpoint_settings.inference",
          "only act, do not train (with --resume: watch a trained run)", action="store_true")
-    flag(run, "--results-dir", "checkpoint_settings.results_dir",
+    _flag(run, "--results-dir", "checkpoint_settings.results_dir",
          "folder holding every run's results (default: results)", metavar="DIR")
-    flag(run, "--seed", "env_settings.seed",
+    _flag(run, "--seed", "env_settings.seed",
          "random seed of trainers and environments; -1 draws one and records it (default: -1)",
          metavar="N")
     run.add_argument("--deterministic", action="store_true",
                      help="act with the most likely action instead of sampling "
                      "[network_settings.deterministic of every behavior]")
-    flag(run, "--debug", "debug", "debug-level logging, and tracebacks for user errors",
+    _flag(run, "--debug", "debug", "debug-level logging, and tracebacks for user errors",
          action="store_true")
 
+
+def _add_environment_flags(parser: argparse.ArgumentParser) -> None:
     env = parser.add_argument_group("environment")
-    flag(env, "--env", "env_settings.env_path",
+    _flag(env, "--env", "env_settings.env_path",
          "a built-in game name, module:callable returning a BaseEnv, or a Unity build path",
          metavar="ENV")
-    flag(env, "--num-envs", "env_settings.num_envs",
+    _flag(env, "--num-envs", "env_settings.num_envs",
          "environment copies stepped in parallel (default: 1)", metavar="N")
-    flag(env, "--num-areas", "env_settings.num_areas",
+    _flag(env, "--num-areas", "env_settings.num_areas",
          "training areas inside each Unity build (default: 1)", metavar="N")
-    flag(env, "--base-port", "env_settings.base_port",
+    _flag(env, "--base-port", "env_settings.base_port",
          "first port for Unity builds; worker i uses PORT+i (default: 5005)", metavar="PORT")
-    flag(env, "--timeout-wait", "env_settings.timeout_wait",
+    _flag(env, "--timeout-wait", "env_settings.timeout_wait",
          "seconds to wait for a Unity build to start (default: 60)", metavar="S")
-    flag(env, "--max-lifetime-restarts", "env_settings.max_lifetime_restarts",
+    _flag(env, "--max-lifetime-restarts", "env_settings.max_lifetime_restarts",
          "restarts allowed per crashing environment worker, -1: no limit (default: 10)",
          metavar="N")
-    flag(env, "--restarts-rate-limit-n", "env_settings.restarts_rate_limit_n",
+    _flag(env, "--restarts-rate-limit-n", "env_settings.restarts_rate_limit_n",
          "restarts allowed per period, -1: no rate limit (default: 1)", metavar="N")
-    flag(env, "--restarts-rate-limit-period-s", "env_settings.restarts_rate_limit_period_s",
+    _flag(env, "--restarts-rate-limit-period-s", "env_settings.restarts_rate_limit_period_s",
          "the period of --restarts-rate-limit-n in seconds (default: 60)", metavar="S")
-    flag(env, "--env-backend", "env_settings.backend",
+    _flag(env, "--env-backend", "env_settings.backend",
          "where environment workers run: local processes, or actors on a Ray cluster "
          "(default: local)", choices=["local", "ray"])
-    flag(env, "--ray-address", "env_settings.ray_address",
+    _flag(env, "--ray-address", "env_settings.ray_address",
          "run the environments as actors on this Ray cluster: auto (the cluster `ray start` "
          "began on this machine), HOST:6379 or ray://HOST:10001; implies --env-backend ray",
          metavar="ADDRESS")
-    flag(env, "--ray-wait-fraction", "env_settings.ray_wait_fraction",
+    _flag(env, "--ray-wait-fraction", "env_settings.ray_wait_fraction",
          "share of the Ray actors a step waits for; below 1 a slow actor joins a later step "
          "(faster, not reproducible) (default: 1.0)", metavar="F")
-    flag(env, "--env-args", "env_settings.env_args",
+    _flag(env, "--env-args", "env_settings.env_args",
          "everything after this flag goes to the Unity build's command line (put it last)",
          nargs=argparse.REMAINDER, metavar="ARG")
 
+
+def _add_engine_flags(parser: argparse.ArgumentParser) -> None:
     engine = parser.add_argument_group("engine (Unity builds only)")
-    flag(engine, "--width", "engine_settings.width", "window width (default: 84)", metavar="PX")
-    flag(engine, "--height", "engine_settings.height", "window height (default: 84)",
+    _flag(engine, "--width", "engine_settings.width", "window width (default: 84)", metavar="PX")
+    _flag(engine, "--height", "engine_settings.height", "window height (default: 84)",
          metavar="PX")
-    flag(engine, "--quality-level", "engine_settings.quality_level",
+    _flag(engine, "--quality-level", "engine_settings.quality_level",
          "Unity quality level (default: 5)", metavar="N")
-    flag(engine, "--time-scale", "engine_settings.time_scale",
+    _flag(engine, "--time-scale", "engine_settings.time_scale",
          "simulation speed-up, Unity's Time.timeScale (default: 20)", metavar="X")
-    flag(engine, "--target-frame-rate", "engine_settings.target_frame_rate",
+    _flag(engine, "--target-frame-rate", "engine_settings.target_frame_rate",
          "Unity's Application.targetFrameRate, -1: unlimited (default: -1)", metavar="FPS")
-    flag(engine, "--capture-frame-rate", "engine_settings.capture_frame_rate",
+    _flag(engine, "--capture-frame-rate", "engine_settings.capture_frame_rate",
          "Unity's Time.captureFramerate (default: 60)", metavar="FPS")
-    flag(engine, "--no-graphics", "engine_settings.no_graphics",
+    _flag(engine, "--no-graphics", "engine_settings.no_graphics",
          "run builds without rendering (only without visual observations)",
          action="store_true")
-    flag(engine, "--no-graphics-monitor", "engine_settings.no_graphics_monitor",
+    _flag(engine, "--no-graphics-monitor", "engine_settings.no_graphics_monitor",
          "render only in worker 0, the others run without graphics", action="store_true")
 
+
+def _add_torch_flags(parser: argparse.ArgumentParser) -> None:
     torch = parser.add_argument_group("torch")
-    flag(torch, "--torch-device", "torch_settings.device",
+    _flag(torch, "--torch-device", "torch_settings.device",
          "device for the networks: cpu, cuda, cuda:1... (default: cpu)",
          metavar="DEVICE")
-
 # fmt: on
 
 
