@@ -196,6 +196,7 @@ def verify_checkpoint(run_root: Path) -> list[str]:
     from ghost.config.loader import load_options
     from ghost.running.session import SelfPlaySession
     from trainers.run_layout import RunLayout
+    from trainers.safe_load import load_pt
 
     layout = RunLayout(run_root)
     if not layout.checkpoint_index_path.exists():
@@ -203,7 +204,7 @@ def verify_checkpoint(run_root: Path) -> list[str]:
     problems = []
     try:
         index = json.loads(layout.checkpoint_index_path.read_text())
-        saved = {name: torch.load(run_root / entry["file"], map_location="cpu", weights_only=False)
+        saved = {name: load_pt(run_root / entry["file"])
                  for name, entry in index["behaviors"].items()}  # fmt: skip
     except Exception as error:  # the campaign reports, whatever broke
         return [f"checkpoint unreadable: {error!r}"]

@@ -16,12 +16,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from trainers.atomic_files import atomic_save, atomic_write_text
 from trainers.base import Trainer
 from trainers.exceptions import CheckpointError
 from trainers.run_layout import RunLayout
+from trainers.safe_load import load_pt
 
 logger = logging.getLogger(__name__)
 
@@ -74,9 +73,7 @@ class RunCheckpointer:
             if entry is None:
                 logger.warning("No checkpoint for behavior %s; it starts fresh", name)
                 continue
-            state = torch.load(
-                self.layout.root / entry["file"], map_location="cpu", weights_only=False
-            )
+            state = load_pt(self.layout.root / entry["file"])
             trainer.load_state_dict(state)
         logger.info(
             "Resumed from %s",

@@ -22,6 +22,7 @@ from mlagents_envs.base_env import (
 
 from trainers.atomic_files import atomic_save
 from trainers.exceptions import CheckpointError
+from trainers.safe_load import load_pt
 from trainers.settings import NetworkSettings
 
 FORMAT = "ghost-trainer-policy"
@@ -81,7 +82,9 @@ def _read_record(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise CheckpointError(f"policy file {path} does not exist")
     try:
-        data = torch.load(path, map_location="cpu", weights_only=False)
+        data = load_pt(path)
+    except CheckpointError:
+        raise
     except Exception as error:  # a truncated or foreign file
         raise CheckpointError(f"{path} is not a readable policy file: {error}") from error
     record = _find_record(data)

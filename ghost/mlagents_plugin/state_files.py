@@ -23,6 +23,7 @@ from mlagents_envs.logging_util import get_logger
 from ghost.core.self_play import SelfPlayState
 from ghost.mlagents_plugin.runs import GhostRun
 from trainers.atomic_files import atomic_save, atomic_write_text
+from trainers.safe_load import load_pt
 
 logger = get_logger(__name__)
 
@@ -65,7 +66,7 @@ class SelfPlayFiles:
         """The saved record, or None when this behavior has none yet."""
         if not self.state_path.exists():
             return None
-        record = torch.load(self.state_path, map_location="cpu", weights_only=False)
+        record = load_pt(self.state_path)
         if record.get("format") != FORMAT:
             raise ValueError(f"{self.state_path} has an unknown format {record.get('format')!r}")
         return record
@@ -105,7 +106,7 @@ def read_checkpoint_policy(path: str | Path) -> Any:
     if not path.is_file():
         raise ValueError(f"policy file {path} does not exist")
     try:
-        data = torch.load(path, map_location="cpu", weights_only=False)
+        data = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises many kinds for a file that is not its own
         raise ValueError(f"{path} is not a torch checkpoint ({error})") from None
     if not isinstance(data, dict) or "Policy" not in data:

@@ -174,12 +174,12 @@ class RunRecord:
 
     def _window_metadata(self, behavior_name: str) -> dict[int, dict[str, Any]]:
         """Snapshot id → ``{step, rating}`` from the run's latest checkpoint (empty without one)."""
-        import torch
+        from trainers.safe_load import load_pt  # torch loads here, not for reading a folder
 
         try:
             index = json.loads(self.layout.checkpoint_index_path.read_text(encoding="utf-8"))
             entry = index["behaviors"][behavior_name]
-            state = torch.load(self.root / entry["file"], map_location="cpu", weights_only=False)
+            state = load_pt(self.root / entry["file"])
             window = state["ghost"]["window"]
         except (OSError, ValueError, KeyError, TypeError) as error:
             logger.info(
