@@ -193,8 +193,15 @@ class TrainingLoop:
                 trainer.end_episode()  # the environments restarted: nothing pending carries over
             self._schedule_checkpoints()
             self._apply_published_policies(force=True)
-        else:
-            self.initialize_from(self.initialize_from_files)
+            return steps
+        if resume:
+            logger.warning(
+                "Nothing to resume from yet: the run wrote no checkpoint before it stopped; "
+                "starting at step 0 (its earlier TensorBoard points are dropped)"
+            )
+            for trainer in self.trainers.values():
+                trainer.stats.set_start(0)
+        self.initialize_from(self.initialize_from_files)
         return steps
 
     def run(self, *, resume: bool = False, max_env_steps: int | None = None) -> None:

@@ -214,6 +214,8 @@ def resolve_options(
             the key and the fix).
     """
     overrides = overrides or {}
+    if config is None and overrides.get("checkpoint_settings.resume"):
+        config = _run_own_configuration(overrides)
     options = apply_overrides(_read_config(config), overrides, labels=labels)
     changes: dict[str, Any] = {
         "checkpoint_settings": _reconcile_resume_and_init(
@@ -226,6 +228,23 @@ def resolve_options(
     if deterministic:
         changes.update(_deterministic_behaviors(options))
     return attrs.evolve(options, **changes)
+
+
+def _run_own_configuration(overrides: Mapping[str, Any]) -> ConfigSource:
+    """A resume with no config given continues with the run's own ``configuration.yaml`` (its
+    session flags cleared: the overrides given now decide how this session starts)."""
+    defaults = CheckpointSettings()
+    results_dir = overrides.get("checkpoint_settings.results_dir", defaults.results_dir)
+    run_id = overrides.get("checkpoint_settings.run_id", defaults.run_id)
+    path = RunLayout(Path(str(results_dir)) / str(run_id)).configuration_path
+    if not path.is_file():
+        return None  # the run folder's own checks say what is missing
+    recorded = load_options(path)
+    logger.info("Resuming with the run's own configuration %s", path)
+    session = attrs.evolve(
+        recorded.checkpoint_settings, resume=False, force=False, initialize_from=None
+    )
+    return attrs.evolve(recorded, checkpoint_settings=session)
 
 
 def _read_config(config: ConfigSource) -> RunOptions:

@@ -9,6 +9,9 @@ helpful errors, CLI overrides) is ``ghost.config.loader``'s job.
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import attrs
 
 from envs.settings import EngineSettings, EnvironmentSettings
@@ -26,12 +29,28 @@ class BehaviorSettings(TrainerSettings):
     self_play: SelfPlaySettings | None = None
 
 
+_RUN_ID = re.compile(r"[\w.-]+")
+
+
+def is_valid_run_id(run_id: str) -> bool:
+    """Whether ``run_id`` names one results folder: letters, digits, ``-``, ``_`` and ``.``."""
+    return _RUN_ID.fullmatch(run_id) is not None and run_id not in (".", "..")
+
+
+def _run_id(instance: Any, attribute: attrs.Attribute, value: str | None) -> None:
+    if value is not None and not is_valid_run_id(value):
+        raise ValueError(
+            f"{attribute.name} must name one folder: letters, digits, '-', '_' and '.' only "
+            "(for example tennis-01)"
+        )
+
+
 @attrs.frozen(kw_only=True)
 class CheckpointSettings:
     """``checkpoint_settings``: where the run lives and how it starts."""
 
-    run_id: str = "ppo"
-    initialize_from: str | None = None
+    run_id: str = attrs.field(default="ppo", validator=_run_id)
+    initialize_from: str | None = attrs.field(default=None, validator=_run_id)
     load_model: bool = False
     resume: bool = False
     force: bool = False
