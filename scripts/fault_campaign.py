@@ -3,6 +3,7 @@
 Run on purpose (several minutes), from the repository root::
 
     python scripts/fault_campaign.py [--kills 20] [--worker-kills 5] [--out campaign.json]
+        [--parts kill,workers,disk,malformed,concurrent,malicious,truncated]
 
 1. **kill -9** of a self-play tennis run with 2 environment workers at ``--kills`` moments: random
    ones, and ones timed to land inside a checkpoint write or a snapshot write. After every kill the
@@ -15,11 +16,10 @@ Run on purpose (several minutes), from the repository root::
    said so): a clear error, the last checkpoint intact, and ``--resume`` finishes once there is room.
 4. **Malformed inputs** (``tests/malformed_inputs.py``): each a clear error with exit code 2 and no
    traceback; afterwards the same run id starts (or resumes) cleanly.
+5. **Shared runs and files** (``scripts/fault_sharing.py``): concurrent runs on one run folder, a
+   policy file that would run code, and a checkpoint truncated at random offsets.
 
 Prints the table (fault, count, survived, data lost) and writes every detail to ``--out``.
-
-Size: one script per campaign keeps the four parts, their shared process helpers and the report
-readable top to bottom (~400 lines).
 """
 
 from __future__ import annotations
@@ -30,221 +30,34 @@ import json
 import os
 import random
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import attrs
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from fault_sharing import sharing_campaigns  # noqa: E402
+from fault_tools import (  # noqa: E402
+    CONFIG,
+    Outcome,
+    environment_workers,
+    kill_group,
+    learn_command,
+    run,
+    saved_step,
+    start,
+    verify_checkpoint,
+    wait_for_count,
+    wait_for_line,
+    wait_for_temp_file,
+)
+
 from tests.malformed_inputs import GOOD_CONFIG, MALFORMED_INPUTS  # noqa: E402
-
-CONFIG = """\
-behaviors:
-  Tennis:
-    hyperparameters: {{batch_size: 512, buffer_size: 4096}}
-    network_settings: {{hidden_units: 256, num_layers: 2}}
-    max_steps: {max_steps}
-    summary_freq: 5000
-    checkpoint_interval: 10000
-    keep_checkpoints: 3
-    self_play: {{save_steps: 5000, team_change: 20000, swap_steps: 2000, window: 6}}
-env_settings: {{env_path: tennis, seed: 7, num_envs: 2}}
-"""
-
-
-@attrs.define
-class Outcome:
-    """One row of the report."""
-
-    fault: str
-    count: int = 0
-    survived: int = 0
-    data_lost: int = 0
-    details: list[str] = attrs.Factory(list)
-
-    def record(self, survived: bool, lost: bool, detail: str) -> None:
-        self.count += 1
-        self.survived += int(survived)
-        self.data_lost += int(lost)
-        self.details.append(detail)
-        print(f"  [{self.fault}] {'ok' if survived and not lost else 'FAILED'}: {detail}")
-
-
-# -- processes ---------------------------------------------------------------------------------
-def _learn_command(config: Path, results: Path, run_id: str, *flags: str) -> list[str]:
-    return [sys.executable, "-m", "ghost.running.cli", str(config), "--run-id", run_id,
-            "--results-dir", str(results), *flags]  # fmt: skip
-
-
-def start(command: list[str], log: Path) -> subprocess.Popen:
-    """A ``ghost-learn`` in its own process group (so kill -9 reaches its workers too)."""
-    handle = log.open("w")
-    return subprocess.Popen(command, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT,
-                            start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
-
-
-def run(command: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-
-
-def kill_group(process: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-
-
-def wait_for_line(log: Path, needle: str, timeout: float, process: subprocess.Popen) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and process.poll() is None:
-        if log.exists() and needle in log.read_text(errors="replace"):
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def wait_for_count(
-    log: Path, needle: str, count: int, timeout: float, process: subprocess.Popen
-) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and process.poll() is None:
-        if log.exists() and log.read_text(errors="replace").count(needle) >= count:
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def wait_for_temp_file(
-    folder: Path, pattern: str, timeout: float, process: subprocess.Popen
-) -> bool:
-    """Poll until a temporary file of an atomic write matching ``pattern`` exists."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and process.poll() is None:
-        with contextlib.suppress(FileNotFoundError):
-            for entry in os.scandir(folder):
-                if entry.name.endswith(".tmp") and pattern in entry.name:
-                    return True
-        time.sleep(0.0002)
-    return False
-
-
-def descendants(pid: int) -> dict[int, list[int]]:
-    """``{parent: [children]}`` below ``pid``, read from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                children.setdefault(parent, []).append(int(entry.name))
-    tree: dict[int, list[int]] = {}
-    stack = [pid]
-    while stack:
-        current = stack.pop()
-        tree[current] = children.get(current, [])
-        stack.extend(tree[current])
-    return tree
-
-
-def environment_workers(pid: int) -> list[int]:
-    """The environment worker processes of ``ghost-learn`` ``pid`` (children of its forkserver)."""
-    tree = descendants(pid)
-    workers = []
-    for child in tree[pid]:
-        with contextlib.suppress(OSError):
-            if b"forkserver" in Path(f"/proc/{child}/cmdline").read_bytes():
-                workers.extend(tree.get(child, []))
-    return workers
-
-
-# -- checking a checkpoint ---------------------------------------------------------------------
-def differences(left: Any, right: Any, where: str = "") -> list[str]:
-    """Key paths where two nested states differ (tensors and arrays compared exactly)."""
-    import numpy as np
-    import torch
-
-    if isinstance(left, dict) and isinstance(right, dict):
-        keys = sorted(set(left) | set(right), key=str)
-        return [d for k in keys for d in differences(left.get(k), right.get(k), f"{where}.{k}")]
-    if isinstance(left, list | tuple) and isinstance(right, list | tuple):
-        if len(left) != len(right):
-            return [f"{where}: length {len(left)} != {len(right)}"]
-        return [
-            d
-            for i, (a, b) in enumerate(zip(left, right, strict=False))
-            for d in differences(a, b, f"{where}[{i}]")
-        ]
-    if isinstance(left, torch.Tensor) and isinstance(right, torch.Tensor):
-        return [] if torch.equal(left, right) else [where]
-    if isinstance(left, np.ndarray) or isinstance(right, np.ndarray):
-        return [] if np.array_equal(left, right) else [where]
-    return [] if left == right else [f"{where}: {left!r} != {right!r}"[:200]]
-
-
-def verify_checkpoint(run_root: Path) -> list[str]:
-    """Problems found when the last checkpoint of ``run_root`` is loaded into a new session."""
-    import numpy as np
-    import torch
-
-    from envs.stepping import InProcessStepper
-    from ghost.config.environment import env_factory_for
-    from ghost.config.loader import load_options
-    from ghost.running.session import SelfPlaySession
-    from trainers.run_layout import RunLayout
-    from trainers.safe_load import load_pt
-
-    layout = RunLayout(run_root)
-    if not layout.checkpoint_index_path.exists():
-        return []  # killed before the first checkpoint: nothing to restore
-    problems = []
-    try:
-        index = json.loads(layout.checkpoint_index_path.read_text())
-        saved = {name: load_pt(run_root / entry["file"])
-                 for name, entry in index["behaviors"].items()}  # fmt: skip
-    except Exception as error:  # the campaign reports, whatever broke
-        return [f"checkpoint unreadable: {error!r}"]
-    options = load_options(layout.configuration_path)
-    env = env_factory_for(options)(worker_id=0, seed=0)
-    session = SelfPlaySession(options=options, stepper=InProcessStepper(env), layout=layout)
-    try:
-        session.start(resume=True)
-        controller = json.loads(json.dumps(session.controller.state_dict()))
-        problems += differences(controller, index["run_state"]["controller"], "controller")
-        for name, state in saved.items():
-            ghost = session.ghosts[name]
-            problems += differences(ghost.state.state_dict(), state["ghost"], f"{name}.ghost")
-            inner = ghost.trainer
-            if inner.step != state["trainer"]["step"]:
-                problems.append(f"{name}: step {inner.step} != {state['trainer']['step']}")
-            problems += differences(
-                inner.rng.bit_generator.state, state["trainer"]["rng"]["numpy"], f"{name}.rng"
-            )
-            if not torch.equal(torch.get_rng_state(), state["trainer"]["rng"]["torch"]):
-                problems.append(f"{name}: torch RNG differs")
-            weights = ghost.trainer.policy.get_weights()
-            for key, value in state["trainer"]["policy"]["weights"].items():
-                if not np.array_equal(weights[key].numpy(), value.numpy()):
-                    problems.append(f"{name}: weight {key} differs")
-                    break
-            for snapshot in state["ghost"]["window"]:
-                path = snapshot.get("path")
-                if path and not Path(path).is_file():
-                    problems.append(f"{name}: snapshot {path} missing")
-    finally:
-        session.stepper.close()
-    return problems
-
-
-def saved_step(run_root: Path) -> int:
-    index = run_root / "checkpoint.json"
-    if not index.exists():
-        return 0
-    return json.loads(index.read_text())["behaviors"]["Tennis"]["step"]
 
 
 # -- 1. kill -9 --------------------------------------------------------------------------------
@@ -260,7 +73,7 @@ def kill_campaign(work: Path, kills: int, rng: random.Random) -> Outcome:
         flags = ["--resume"] if root.exists() else []
         log = work / f"kill-{number}.log"
         before = saved_step(root)
-        process = start(_learn_command(config, results, run_id, *flags), log)
+        process = start(learn_command(config, results, run_id, *flags), log)
         started = wait_for_line(log, "Step:", 120, process)
         if moment == "checkpoint write":
             hit = wait_for_temp_file(root / "Tennis" / "checkpoints", "Tennis-", 60, process)
@@ -283,7 +96,7 @@ def kill_campaign(work: Path, kills: int, rng: random.Random) -> Outcome:
     final = work / "kill-final.yaml"
     target = saved_step(root) + 20000
     final.write_text(CONFIG.format(max_steps=target))
-    done = run(_learn_command(final, results, run_id, "--resume"))
+    done = run(learn_command(final, results, run_id, "--resume"))
     finished = done.returncode == 0 and (root / "Tennis.pt").is_file()
     outcome.details.append(
         f"final --resume to step {target}: exit {done.returncode}, final policy "
@@ -304,7 +117,7 @@ def worker_campaign(work: Path, worker_kills: int) -> list[Outcome]:
     results = work / "results"
     log = work / "workers.log"
     flags = ["--max-lifetime-restarts", "10", "--restarts-rate-limit-n", "-1"]
-    process = start(_learn_command(config, results, "workers", *flags), log)
+    process = start(learn_command(config, results, "workers", *flags), log)
     wait_for_line(log, "Step:", 120, process)
     for number in range(worker_kills):
         time.sleep(2.0)
@@ -328,7 +141,7 @@ def worker_campaign(work: Path, worker_kills: int) -> list[Outcome]:
     long_run = work / "limit.yaml"
     long_run.write_text(CONFIG.format(max_steps=10**8))
     flags = ["--max-lifetime-restarts", "1", "--restarts-rate-limit-n", "-1"]
-    process = start(_learn_command(long_run, results, "limit", *flags), log)
+    process = start(learn_command(long_run, results, "limit", *flags), log)
     wait_for_line(log, "Step:", 120, process)
     for _ in range(2):
         time.sleep(2.0)
@@ -342,7 +155,7 @@ def worker_campaign(work: Path, worker_kills: int) -> list[Outcome]:
     clear = code == 2 and "is not restarted again" in text and "Traceback" not in text
     problems = verify_checkpoint(root)
     long_run.write_text(CONFIG.format(max_steps=saved_step(root) + 10000))
-    resumed = run(_learn_command(long_run, results, "limit", "--resume"))
+    resumed = run(learn_command(long_run, results, "limit", "--resume"))
     detail = (f"exit {code}, clear error={clear}, checkpoint step {saved_step(root)} "
               f"({'; '.join(problems) or 'intact'}), --resume exit {resumed.returncode}")  # fmt: skip
     limit.record(clear and resumed.returncode == 0, bool(problems), detail)
@@ -375,7 +188,7 @@ def disk_campaign(work: Path) -> list[Outcome]:
             for outcome in (full, readonly, at_start):
                 outcome.details.append("skipped: mounting a tmpfs needs root and mount(8)")
             return [full, readonly, at_start]
-        done = run(_learn_command(config, disk, "full"), timeout=900)
+        done = run(learn_command(config, disk, "full"), timeout=900)
         root = disk / "full"
         clear = done.returncode == 2 and "No space left on device" in done.stderr
         clear = clear and "Traceback" not in done.stderr
@@ -384,14 +197,14 @@ def disk_campaign(work: Path) -> list[Outcome]:
         run(["mount", "-o", "remount,size=256m", str(disk)])
         final = work / "disk-final.yaml"
         final.write_text(CONFIG.format(max_steps=step + 10000))
-        resumed = run(_learn_command(final, disk, "full", "--resume"))
+        resumed = run(learn_command(final, disk, "full", "--resume"))
         full.record(clear and resumed.returncode == 0, bool(problems),
                     f"exit {done.returncode}: {done.stderr.strip().splitlines()[-1][:200]}; "
                     f"checkpoint step {step} {'; '.join(problems) or 'intact'}; after making "
                     f"room --resume exit {resumed.returncode}")  # fmt: skip
 
         log = work / "readonly.log"
-        process = start(_learn_command(config, disk, "ro"), log)
+        process = start(learn_command(config, disk, "ro"), log)
         wait_for_line(log, "Checkpoint written", 180, process)
         run(["mount", "-o", "remount,ro", str(disk)])
         code = process.wait(timeout=300)
@@ -399,12 +212,12 @@ def disk_campaign(work: Path) -> list[Outcome]:
         clear = code == 2 and "Read-only file system" in text and "Traceback" not in text
         problems = verify_checkpoint(disk / "ro")
         step = saved_step(disk / "ro")
-        started = run(_learn_command(config, disk, "new-run"))
+        started = run(learn_command(config, disk, "new-run"))
         at_start.record(started.returncode == 2 and "Traceback" not in started.stderr, False,
                         f"exit {started.returncode}: {started.stderr.strip()[-200:]}")  # fmt: skip
         run(["mount", "-o", "remount,rw", str(disk)])
         final.write_text(CONFIG.format(max_steps=step + 10000))
-        resumed = run(_learn_command(final, disk, "ro", "--resume"))
+        resumed = run(learn_command(final, disk, "ro", "--resume"))
         readonly.record(clear and resumed.returncode == 0, bool(problems),
                         f"exit {code}, clear error={clear}, checkpoint step {step} "
                         f"{'; '.join(problems) or 'intact'}; writable again: --resume exit "
@@ -421,12 +234,12 @@ def malformed_campaign(work: Path) -> Outcome:
     for number, case in enumerate(MALFORMED_INPUTS):
         run_id = f"case-{number}"
         argv = case.argv(work, good)
-        done = run(_learn_command(*argv[:1], results, run_id, *argv[1:]) if argv else [])
+        done = run(learn_command(*argv[:1], results, run_id, *argv[1:]) if argv else [])
         clear = done.returncode == 2 and "Traceback" not in done.stderr
         clear = clear and case.expect in done.stderr
         root = results / run_id
         follow = ["--resume"] if root.exists() else []
-        again = run(_learn_command(good, results, run_id, *follow))
+        again = run(learn_command(good, results, run_id, *follow))
         ok = clear and again.returncode == 0
         last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
         outcome.record(ok, again.returncode != 0,
@@ -441,7 +254,12 @@ def main() -> int:
     parser.add_argument("--worker-kills", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("fault-campaign.json"))
-    parser.add_argument("--parts", default="kill,workers,disk,malformed",
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="times each concurrent-run fault is tried")  # fmt: skip
+    parser.add_argument("--truncations", type=int, default=10,
+                        help="random offsets the newest checkpoint is cut at")  # fmt: skip
+    parser.add_argument("--parts",
+                        default="kill,workers,disk,malformed,concurrent,malicious,truncated",
                         help="comma-separated parts to run")  # fmt: skip
     args = parser.parse_args()
     parts = set(args.parts.split(","))
@@ -461,6 +279,8 @@ def main() -> int:
         if "kill" in parts:
             print("== kill -9")
             outcomes.append(kill_campaign(work, args.kills, rng))
+        outcomes.extend(sharing_campaigns(work, parts, repeats=args.repeats,
+                                          truncations=args.truncations, rng=rng))  # fmt: skip
     print("\n| fault | count | survived | data lost |\n|---|---|---|---|")
     for outcome in outcomes:
         print(f"| {outcome.fault} | {outcome.count} | {outcome.survived} | {outcome.data_lost} |")
