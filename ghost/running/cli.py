@@ -16,7 +16,7 @@ from typing import Any
 
 from envs.behavior_id import BehaviorId
 from envs.stepping import InProcessStepper
-from ghost.command_line import run_command, setup_logging
+from ghost.command_line import EXIT_INTERRUPTED, run_command, setup_logging
 from ghost.config.behavior_matching import match_behaviors
 from ghost.config.environment import env_factory_for
 from ghost.config.loader import resolve_options
@@ -280,10 +280,13 @@ def run_check(options: RunOptions, factory: Any) -> int:
 # -- training ----------------------------------------------------------------------------------
 def run_learn(options: RunOptions, factory: Any) -> int:
     """Train through ``ghost.train``'s machinery: prepare the run folder, write configuration.yaml,
-    train."""
+    train. A run stopped by Ctrl-C (after its checkpoint) exits with 130, as a shell expects."""
     from ghost.running.api import train_options  # so --help and --check never import torch
 
-    train_options(options, factory)
+    result = train_options(options, factory)
+    if result.stopped_early:  # no callbacks on the command line: only Ctrl-C stops a run early
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return 0
 
 
