@@ -15,8 +15,10 @@ from envs.exceptions import (
 from trainers.exceptions import (
     CheckpointError,
     ConfigError,
+    NetworkMismatchError,
     ResultsWriteError,
     TrainerTypeError,
+    UnreadableFileError,
     UnsupportedFeatureError,
 )
 
@@ -28,9 +30,11 @@ __all__ = [
     "EnvironmentSpecError",
     "EnvironmentWorkerError",
     "GhostError",
+    "NetworkMismatchError",
     "ResultsWriteError",
     "RunDirectoryError",
     "TrainerTypeError",
+    "UnreadableFileError",
     "UnsupportedFeatureError",
 ]
 

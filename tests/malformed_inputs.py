@@ -116,7 +116,7 @@ MALFORMED_INPUTS = [
     MalformedInput("--time-scale -1", "--time-scale", flags=("--time-scale", "-1")),
     MalformedInput("--torch-device gpu", "not a torch device", flags=("--torch-device", "gpu")),
     MalformedInput("--resume --force", "contradict", flags=("--resume", "--force")),
-    MalformedInput("--run-id ../x", "cannot name a folder", flags=("--run-id", "../x")),
+    MalformedInput("--run-id ../x", "must name one folder", flags=("--run-id", "../x")),
     MalformedInput(
         "--initialize-from a missing run",
         "cannot initialize from",

@@ -35,12 +35,12 @@ def training(monkeypatch):
     """Replace ``run_training`` (what the CLI reaches through ``ghost.train``'s machinery) by a
     recorder of what it receives."""
     calls = []
-    monkeypatch.setattr(
-        api, "run_training",
-        lambda options, *, env_factory, run_dir, callbacks=(): calls.append(
-            (options, env_factory, run_dir)
-        ),
-    )  # fmt: skip
+
+    def record(options, *, env_factory, run_dir, callbacks=()):
+        calls.append((options, env_factory, run_dir))
+        return types.SimpleNamespace(stopped_early=False)
+
+    monkeypatch.setattr(api, "run_training", record)
     return calls
 
 
@@ -297,7 +297,7 @@ def test_run_directory_paths(tmp_path):
 def test_run_directory_refusals(tmp_path):
     with pytest.raises(RunDirectoryError, match="contradict"):
         prepare(tmp_path, run_id="r", resume=True, force=True)
-    with pytest.raises(RunDirectoryError, match="cannot name a folder"):
+    with pytest.raises(ValueError, match="must name one folder"):
         prepare(tmp_path, run_id="../escape")
     with pytest.raises(RunDirectoryError, match="cannot initialize from run 'old'"):
         prepare(tmp_path, run_id="r", initialize_from="old")

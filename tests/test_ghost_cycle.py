@@ -160,19 +160,36 @@ def test_an_exploiters_experience_and_results_go_to_the_league():
     assert cycle.state.rating == 1200.0  # the main learner's rating is untouched
 
 
-def test_restore_fields_the_saved_opponents_again():
+def _saved_with_files(folder: Path) -> tuple[dict, list[str]]:
+    """A state with one snapshot in the window and fielded, its file written as a host would."""
     cycle, learner, _ = make_cycle(play_against_latest_model_ratio=0.0)
     cycle.begin()
     learner.step = 10
     cycle.take_snapshot()
     cycle.swap()
     for snapshot in cycle.state.window:  # as the host writes them before saving the state
-        snapshot.path = Path(f"/snap-{snapshot.snapshot_id}")
-    saved = cycle.state.state_dict()
-    drawn = [o.key for o in cycle.state.opponents[1]]
+        snapshot.path = folder / f"snap-{snapshot.snapshot_id}"
+        snapshot.path.write_text("weights")
+    return cycle.state.state_dict(), [o.key for o in cycle.state.opponents[1]]
 
+
+def test_restore_fields_the_saved_opponents_again(tmp_path):
+    saved, drawn = _saved_with_files(tmp_path)
     again, fresh, _ = make_cycle(play_against_latest_model_ratio=0.0)
-    again.state.load_state_dict(saved, read_weights=lambda path: {"file": str(path)})
+    again.state.load_state_dict(saved, read_weights=lambda path: {"file": path.name})
     again.restore()
     assert [o.key for o in fresh.fielded[1]] == drawn and fresh.learning == {0}
-    assert fresh.fielded[1][0].snapshot.weights == {"file": f"/snap-{drawn[0].split('-')[1]}"}
+    assert fresh.fielded[1][0].snapshot.weights == {"file": f"snap-{drawn[0].split('-')[1]}"}
+
+
+def test_restore_goes_on_without_a_snapshot_file_that_is_gone(tmp_path, caplog):
+    # resuming an older checkpoint (the newest would not load) can meet files a later one pruned
+    saved, _ = _saved_with_files(tmp_path)
+    for path in tmp_path.iterdir():
+        path.unlink()
+    again, fresh, _ = make_cycle(play_against_latest_model_ratio=0.0)
+    with caplog.at_level("WARNING"):
+        again.state.load_state_dict(saved, read_weights=lambda path: pytest.fail("read"))
+    again.restore()
+    assert "snapshot file(s) of this checkpoint are gone (snap-" in caplog.text
+    assert len(again.state.window) == 0 and again.state.opponent_in(1, 0) is None

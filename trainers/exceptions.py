@@ -28,6 +28,11 @@ class ResultsWriteError(GhostError):
     """The results folder cannot be written: the disk is full, read-only or not ours."""
 
 
+class RunLockedError(GhostError):
+    """Another live process trains into the run folder (it holds ``run.lock``); the message names
+    that process and what to do."""
+
+
 #: what a full, read-only or foreign disk answers a write with
 DISK_WRITE_ERRNOS = frozenset(
     {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT, errno.EFBIG}
@@ -49,3 +54,23 @@ def results_write_errors(advice: Callable[[], str] = lambda: "") -> Iterator[Non
             raise
         target = os.fsdecode(error.filename) if error.filename else "to the run folder"
         raise ResultsWriteError(f"cannot write {target}: {error.strerror}{advice()}") from error
+
+
+class UnreadableFileError(CheckpointError):
+    """A ``.pt`` file is empty, truncated, damaged or not a torch file (nothing of it was run).
+
+    ``path`` is the file and ``reason`` a few words on what is wrong with it ("truncated file").
+    """
+
+    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
+        self.path = os.fspath(path)
+        self.reason = reason
+        super().__init__(f"{self.path} cannot be read ({reason})")
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return type(self), (self.path, self.reason)
+
+
+class NetworkMismatchError(CheckpointError):
+    """Saved weights do not fit the network this configuration builds: ``network_settings`` or the
+    environment's observations and actions changed since the file was written."""

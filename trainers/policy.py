@@ -12,6 +12,7 @@ from trainers.actor import ActionDistribution, Actor
 from trainers.base import ActionOutput, Policy, Weights
 from trainers.policy_file import read_policy_record, write_policy_file
 from trainers.settings import NetworkSettings
+from trainers.state_mismatch import load_policy_weights
 
 
 def to_tensors(obs: list[np.ndarray], device: str = "cpu") -> list[torch.Tensor]:
@@ -149,6 +150,11 @@ def load_policy(path: str | Path, device: str = "cpu") -> TorchPolicy:
         conditional_std=record["conditional_std"],
         device=device,
     )
-    policy.load_weights(record["weights"])
+    load_policy_weights(
+        policy,
+        record["weights"],
+        source=path,
+        advice="its weights do not fit the network its own settings describe; the file is damaged",
+    )
     policy.actor.eval()
     return policy

@@ -21,9 +21,11 @@ from mlagents_envs.base_env import (
 )
 
 from trainers.atomic_files import atomic_save
+from trainers.base import Policy
 from trainers.exceptions import CheckpointError
 from trainers.safe_load import load_pt
 from trainers.settings import NetworkSettings
+from trainers.state_mismatch import load_policy_weights
 
 FORMAT = "ghost-trainer-policy"
 VERSION = 1
@@ -81,22 +83,16 @@ def _read_record(path: Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"policy file {path} does not exist")
-    try:
-        data = load_pt(path)
-    except CheckpointError:
-        raise
-    except Exception as error:  # a truncated or foreign file
-        raise CheckpointError(f"{path} is not a readable policy file: {error}") from error
-    record = _find_record(data)
-    if record is None:
+    record = find_policy_record(load_pt(path))
+    if record is None or not isinstance(record.get("weights"), dict):
         raise CheckpointError(f"{path} is not a ghost-trainer policy file, snapshot or checkpoint")
     return record
 
 
-def _find_record(data: Any) -> dict[str, Any] | None:
-    """The policy record in a policy file, or in a checkpoint: a trainer's state keeps it under
-    ``policy``, and a wrapping trainer (the ghost) keeps the wrapped trainer's state under
-    ``trainer``."""
+def find_policy_record(data: Any) -> dict[str, Any] | None:
+    """The policy record in the contents of a policy file, or of a checkpoint: a trainer's state
+    keeps it under ``policy``, and a wrapping trainer (the ghost) keeps the wrapped trainer's
+    state under ``trainer``. None when there is none."""
     while isinstance(data, dict):
         if data.get("format") == FORMAT:
             return data
@@ -104,9 +100,51 @@ def _find_record(data: Any) -> dict[str, Any] | None:
     return None
 
 
+def network_settings_changes(saved: Any, current: NetworkSettings) -> str:
+    """The network settings of a policy record (``record["network_settings"]``, as stored or
+    structured) that differ from ``current``, with their saved values: ``"hidden_units: 128"``;
+    empty when they are the same."""
+    if isinstance(saved, NetworkSettings):
+        saved = _converter.unstructure(saved)
+    if not isinstance(saved, dict):
+        return ""
+    was, now = _flat(saved), _flat(_converter.unstructure(current))
+    return ", ".join(f"{key}: {was[key]}" for key in was if key in now and was[key] != now[key])
+
+
+def _flat(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        if isinstance(value, dict):
+            flat.update(_flat(value, prefix=f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
 def read_policy_weights(path: Path) -> dict[str, torch.Tensor]:
     """Only the weights of a policy file, snapshot or checkpoint."""
     return _read_record(path)["weights"]
+
+
+def initialize_policy(
+    policy: Policy, path: Path, *, behavior_name: str, network_settings: NetworkSettings
+) -> None:
+    """Start ``policy`` from the weights of the policy file, snapshot or checkpoint at ``path``
+    (``--initialize-from``, ``init_path``).
+
+    Raises:
+        CheckpointError: ``path`` cannot be read or holds no policy; ``NetworkMismatchError`` when
+            its network is not the one ``network_settings`` build for ``behavior_name``.
+    """
+    record = _read_record(Path(path))
+    changed = network_settings_changes(record.get("network_settings"), network_settings)
+    advice = (
+        f"give {behavior_name} the network_settings it was trained with ({changed})"
+        if changed
+        else f"it was trained for other observations or actions than {behavior_name} has"
+    ) + ", or start without --initialize-from / init_path"
+    load_policy_weights(policy, record["weights"], source=path, advice=advice)
 
 
 def read_policy_record(path: str | Path) -> dict[str, Any]:

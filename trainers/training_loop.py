@@ -38,7 +38,7 @@ from trainers.base import ExperienceQueue, PolicyQueue, Trainer
 from trainers.callbacks import CallbackList, Checkpoint, TrainingCallback
 from trainers.checkpoints import RunCheckpointer
 from trainers.exceptions import ConfigError, results_write_errors
-from trainers.policy_file import read_policy_weights
+from trainers.policy_file import initialize_policy
 from trainers.run_layout import RunLayout
 from trainers.run_logs import PhaseTimers, TrainingStatus
 from trainers.settings import TrainerSettings
@@ -164,13 +164,23 @@ class TrainingLoop:
             logger.info("Connected behavior %s (trainer %s)", behavior_id, type(trainer).__name__)
 
     def initialize_from(self, policy_files: Mapping[str, Path]) -> None:
-        """Start behaviors from the weights of earlier runs' policy files."""
+        """Start behaviors from the weights of earlier runs' policy files.
+
+        Raises:
+            CheckpointError: a file cannot be read; ``NetworkMismatchError`` when its network is
+                not the one this behavior's ``network_settings`` build.
+        """
         for name, path in policy_files.items():
             trainer = self.trainers.get(name)
             behavior_id = next((b for b in self.processors if b.name == name), None)
             if trainer is None or behavior_id is None:
                 continue
-            trainer.get_policy(behavior_id).load_weights(read_policy_weights(path))
+            initialize_policy(
+                trainer.get_policy(behavior_id),
+                path,
+                behavior_name=name,
+                network_settings=trainer.settings.network_settings,
+            )
             logger.info("Initialized %s from %s", name, path)
 
     # -- the loop ------------------------------------------------------------------------------

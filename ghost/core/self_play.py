@@ -11,6 +11,7 @@ Weights are opaque (whatever the trainer's policy hands out); the self-play cycl
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +26,8 @@ from ghost.core.sampling import make_sampler
 from ghost.core.settings import SelfPlaySettings
 from ghost.core.snapshots import Snapshot, SnapshotWindow
 from ghost.core.win_rates import WinRates
+
+logger = logging.getLogger(__name__)
 
 
 class SelfPlayState:
@@ -183,6 +186,7 @@ class SelfPlayState:
         self.team_start_step = int(state["team_start_step"])
         self.swaps = int(state["swaps"])
         self.known_learning_team = state["known_learning_team"]
+        saved = _snapshots_on_disk(state["window"])
         snapshots = [
             Snapshot(
                 snapshot_id=m["snapshot_id"],
@@ -191,17 +195,18 @@ class SelfPlayState:
                 weights=read_weights(Path(m["path"])),
                 path=Path(m["path"]),
             )  # fmt: skip
-            for m in state["window"]
+            for m in saved
         ]
         self.window.restore(snapshots, int(state["next_snapshot_id"]))
         if "league" in state:
             self.league.load_state_dict(state["league"])
         else:  # a checkpoint from before the league: the schedule starts at the running turn
             self.league.restart_schedule()
+        in_window = {m["snapshot_id"] for m in saved}
         self.opponents = {
-            _team_key(key): [self._restore_opponent(entry) for entry in saved]
-            for key, saved in state["opponents"].items()
-            if saved
+            _team_key(key): [self._restore_opponent(entry) for entry in entries]
+            for key, entries in state["opponents"].items()
+            if entries and all(_restorable(entry, in_window) for entry in entries)
         }
         self.rng.bit_generator.state = state["rng"]
         self.win_rates.load_state_dict(state["win_rates"])
@@ -239,6 +244,28 @@ class SelfPlayState:
         snapshot = self.window.by_id(entry["snapshot_id"])
         assert snapshot is not None, "a window opponent is saved with the window"
         return Opponent(snapshot=snapshot)
+
+
+def _snapshots_on_disk(window: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The saved window without snapshots whose file is gone: an older checkpoint, resumed
+    because the newest would not load, can name files that a later checkpoint pruned."""
+    present = [m for m in window if Path(m["path"]).is_file()]
+    missing = [Path(m["path"]).name for m in window if m not in present]
+    if missing:
+        logger.warning(
+            "%d snapshot file(s) of this checkpoint are gone (%s); the window goes on without them",
+            len(missing),
+            ", ".join(missing),
+        )
+    return present
+
+
+def _restorable(entry: dict[str, Any], in_window: set[int]) -> bool:
+    """Whether a saved opponent can be rebuilt (a window snapshot must still be in the window;
+    a team whose opponents cannot all be is drawn afresh)."""
+    return any(key in entry for key in ("fixed", "weights", "member")) or (
+        entry.get("snapshot_id") in in_window
+    )
 
 
 def _team_key(key: str) -> int:

@@ -26,7 +26,7 @@ from envs.games import BUILTIN_GAMES
 from envs.sources import ECOSYSTEM_PREFIXES, resolve_env
 from ghost.config.loader import load_options
 from ghost.config.settings import RunOptions
-from ghost.exceptions import ConfigError, RunDirectoryError
+from ghost.exceptions import CheckpointError, ConfigError, RunDirectoryError
 from trainers.run_layout import CONFIGURATION_FILE, RunLayout
 
 logger = logging.getLogger(__name__)
@@ -181,7 +181,7 @@ class RunRecord:
             entry = index["behaviors"][behavior_name]
             state = load_pt(self.root / entry["file"])
             window = state["ghost"]["window"]
-        except (OSError, ValueError, KeyError, TypeError) as error:
+        except (OSError, ValueError, KeyError, TypeError, CheckpointError) as error:
             logger.info(
                 "no snapshot steps or ratings for %s in %s: %s", behavior_name, self.root, error
             )
