@@ -20,6 +20,7 @@ Player ``p`` is seat ``p``. ``seats="teams"`` (default) puts every player on one
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 
 import attrs
@@ -35,6 +36,8 @@ from envs.vector_game import mix_seed
 DEFAULT_COPIES = 32
 OBSERVATIONS = ("auto", "info_state", "observation")
 SEAT_MAPPINGS = ("teams", "separate")
+#: how a user lists every game OpenSpiel knows
+LIST_GAMES = "list every game with: python -c 'import pyspiel; print(pyspiel.registered_names())'"
 
 
 def _pyspiel():
@@ -54,14 +57,31 @@ def load_game(game):
     pyspiel = _pyspiel()
     if isinstance(game, pyspiel.Game):
         return game
+    # Checked before load_game: on an unknown name OpenSpiel's C++ prints its whole list of games
+    # to stderr, which no Python exception handler can hold back.
+    name = game.split("(", 1)[0]
+    names = pyspiel.registered_names()
+    if name not in names:
+        raise UnsupportedGameError(_unknown_game_message(game, name, names))
     try:
         return pyspiel.load_game(game)
     except pyspiel.SpielError as error:
         reason = (str(error).splitlines() or ["unknown error"])[0]
         raise UnsupportedGameError(
             f"cannot load OpenSpiel game {game!r} ({reason}). Give a game string such as "
-            "leduc_poker or goofspiel(num_cards=4); pyspiel.registered_names() lists the games"
+            f"leduc_poker or goofspiel(num_cards=4); {LIST_GAMES}"
         ) from None
+
+
+def _unknown_game_message(game: str, name: str, names: Sequence[str]) -> str:
+    """One line: the unknown name, the closest registered ones, how to list them all."""
+    close = difflib.get_close_matches(name, names, n=5)
+    hint = (
+        f"did you mean {', '.join(close)}?"
+        if close
+        else "give a game string such as leduc_poker or goofspiel(num_cards=4);"
+    )
+    return f"cannot load OpenSpiel game {game!r}: no game is named {name!r}; {hint} {LIST_GAMES}"
 
 
 def uses_info_state(game, observation: str) -> bool:

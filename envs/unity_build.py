@@ -13,11 +13,18 @@ worker_id``; the player connects) and attaches three side channels:
 
 A build runs in an environment worker process even with one environment, so that a crashed
 player is restarted under ``max_lifetime_restarts`` as in ML-Agents.
+
+A build that fails to start (no connection in time, an early exit, an incompatible handshake)
+raises an ``EnvironmentSourceError``: one summary line, then the last lines of the player's log,
+indented. The log the message names is a copy outside the run folder, because a run that fails
+before its first checkpoint has its folder, ``run_logs/`` included, deleted on the way out.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +35,11 @@ from envs.exceptions import EnvironmentSourceError
 from envs.settings import EngineSettings
 
 UNITY_SUFFIXES = (".x86_64", ".x86", ".app", ".exe")
+#: lines of a player's log shown when its build fails to start
+LOG_TAIL_LINES = 10
+#: bytes read from the end of a player's log for them (Unity's logs can run to megabytes)
+_TAIL_BYTES = 64 * 1024
+_MAX_LINE_CHARS = 300
 
 
 def quiet_grpc_logs() -> None:
@@ -92,21 +104,74 @@ class UnityBuild:
         except UnityEnvironmentException as error:
             raise EnvironmentSourceError(
                 f"Unity build {self.file_name!r} (worker {worker_id}) could not be started or "
-                f"exited: {error}{self._player_log(worker_id)}"
+                f"exited: {_one_line(error)}{self._player_log(worker_id)}"
             ) from None
         except UnityException as error:
             raise EnvironmentSourceError(
                 f"Unity build {self.file_name!r} (worker {worker_id}, port {port}) did not start: "
-                f"{error}"
+                f"{_one_line(error)}{self._player_log(worker_id)}"
             ) from error
 
-    def _player_log(self, worker_id: int) -> str:
+    def _log_path(self, worker_id: int) -> tuple[Path | None, bool]:
+        """Where worker ``worker_id``'s player writes its log, and whether that is in
+        ``log_folder`` (the run's, deleted with it) rather than a ``-logFile`` of ``env_args``."""
+        args = list(self.env_args)
+        for flag, value in zip(args, args[1:], strict=False):
+            if flag.lower() == "-logfile":
+                return (None if value == "-" else Path(value)), False
         if self.log_folder is None:
+            return None, False
+        return Path(self.log_folder) / f"Player-{worker_id}.log", True
+
+    def _player_log(self, worker_id: int) -> str:
+        """The end of the error message of a build that failed to start: the log's path (a copy
+        that outlives the run folder) and, indented on the next lines, its last lines."""
+        path, in_run_folder = self._log_path(worker_id)
+        if path is None:
             return ""
-        return f" The player's log: {Path(self.log_folder) / f'Player-{worker_id}.log'}"
+        if not path.is_file():
+            return f" The player wrote no log (expected at {path})."
+        if in_run_folder:
+            path = _keep(path)
+        lines = _tail(path, LOG_TAIL_LINES)
+        if not lines:
+            return f" The player's log, {path}, is empty."
+        return f" The player's log, {path}, ends with:" + "".join(f"\n    {x}" for x in lines)
 
     def describe(self) -> str:
         return f"Unity build {self.file_name}"
+
+
+def _one_line(error: Exception) -> str:
+    """``error``'s text on one line (mlagents_envs' version error spans three)."""
+    return " ".join(str(error).split())
+
+
+def _keep(log: Path) -> Path:
+    """A copy of ``log`` in a new temporary folder (``log`` itself if copying fails)."""
+    try:
+        folder = Path(tempfile.mkdtemp(prefix="ghost-unity-start-"))
+        return Path(shutil.copy2(log, folder / log.name))
+    except OSError:
+        return log
+
+
+def _tail(path: Path, count: int) -> list[str]:
+    """The last ``count`` non-blank lines of text file ``path``, each cut to a readable length."""
+    try:
+        with path.open("rb") as file:
+            size = file.seek(0, os.SEEK_END)
+            file.seek(max(0, size - _TAIL_BYTES))
+            text = file.read().decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    if size > _TAIL_BYTES:
+        lines = lines[1:]  # the first one read may be the end of a longer line
+    return [
+        line if len(line) <= _MAX_LINE_CHARS else line[: _MAX_LINE_CHARS - 3] + "..."
+        for line in lines[-count:]
+    ]
 
 
 def _environment_class() -> type:

@@ -15,6 +15,7 @@ from mlagents_envs.base_env import ActionTuple, DecisionSteps, TerminalSteps
 from mlagents_envs.communicator_objects.command_pb2 import STEP
 from mlagents_envs.communicator_objects.unity_rl_input_pb2 import UnityRLInputProto
 from mlagents_envs.environment import UnityEnvironment
+from mlagents_envs.exception import UnityEnvironmentException
 from mlagents_envs.side_channel.engine_configuration_channel import EngineConfigurationChannel
 from mlagents_envs.side_channel.environment_parameters_channel import (
     EnvironmentParametersChannel,
@@ -53,10 +54,17 @@ class UnityBuildEnvironment(UnityEnvironment):
         )
         self._parameters_channel = EnvironmentParametersChannel()
         self._stats_channel = StatsSideChannel()
-        super().__init__(
-            side_channels=[engine_channel, self._parameters_channel, self._stats_channel],
-            **kwargs,
-        )
+        try:
+            super().__init__(
+                side_channels=[engine_channel, self._parameters_channel, self._stats_channel],
+                **kwargs,
+            )
+        except UnityEnvironmentException:
+            # A player that exits before the handshake leaves mlagents_envs' gRPC server holding
+            # the port (it closes only on a timeout or a version mismatch, which unload it).
+            if self._loaded:
+                self._close(0)
+            raise
 
     def set_environment_parameters(self, values: Mapping[str, ParameterValue]) -> None:
         """Send ``values`` with the next reset or step (the build applies them at its resets)."""

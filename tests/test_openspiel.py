@@ -115,6 +115,35 @@ def test_env_strings_resolve_and_errors_say_what_to_write():
         resolve_env("openspiel:")
 
 
+@pytest.mark.parametrize(
+    ("env", "name", "closest"),
+    [
+        ("openspiel:kuhn_pokr", "kuhn_pokr", "kuhn_poker"),
+        ("openspiel:leduc_pokr(players=2)", "leduc_pokr", "leduc_poker"),
+    ],
+)
+def test_an_unknown_game_is_one_line_with_suggestions_and_no_listing(capfd, env, name, closest):
+    with pytest.raises(EnvironmentSourceError) as error:
+        resolve_env(env)
+    message = str(error.value)
+    assert "\n" not in message
+    assert f"no game is named {name!r}; did you mean {closest}" in message
+    assert "pyspiel.registered_names()" in message  # how to see them all
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""  # OpenSpiel's C++ would print its 126-line list of games
+
+
+def test_the_cli_prints_one_error_line_for_an_unknown_game(capfd, tmp_path):
+    from ghost.running import cli
+
+    args = ["--env", "openspiel:not_a_game", "--check", "--results-dir", str(tmp_path)]
+    assert cli.main(args) != 0
+    out, err = capfd.readouterr()
+    assert "Available games" not in out + err and "\n2048\n" not in out + err
+    errors = [line for line in err.splitlines() if "not_a_game" in line]
+    assert len(errors) == 1 and "cannot load OpenSpiel game 'not_a_game'" in errors[0]
+
+
 # -- a training run ------------------------------------------------------------------------------
 def leduc_config(tmp_path, **self_play):
     import yaml
@@ -151,7 +180,7 @@ def test_training_scores_exploitability_live_and_ghost_eval_scores_final_and_sna
     with caplog.at_level(logging.INFO):
         code = cli.main([str(config), "--run-id", "leduc", "--results-dir", str(tmp_path)])
     assert code == 0
-    assert "Exploitability: " in caplog.text  # on the console line
+    assert "Exploitability of leduc_poker at step " in caplog.text  # on the console
     run = tmp_path / "leduc"
     rows = (run / "run_logs" / "exploitability.csv").read_text().splitlines()
     assert rows[0].startswith("step,exploitability")

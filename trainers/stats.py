@@ -136,8 +136,6 @@ class StatsReporter:
             parts.append(f"Mean Group Reward: {means[GROUP_CUMULATIVE_REWARD]:0.3f}.")
         if ELO in means:
             parts.append(f"ELO: {means[ELO]:0.1f}.")
-        if EXPLOITABILITY in means:
-            parts.append(f"Exploitability: {means[EXPLOITABILITY]:0.4f}.")
         parts.append(f"{steps_per_second:0.0f} steps/s.")
         parts.append("Training." if self.training else "Not Training.")
         logger.info(" ".join(parts))

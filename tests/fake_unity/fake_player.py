@@ -14,7 +14,10 @@ without it); other arguments are ignored and logged. Test options: ``--fake-cras
 (``os._exit(3)`` after N environment steps), ``--fake-crash-marker PATH`` (crash only if PATH does
 not exist, creating it first, so a restarted build does not crash again), ``--fake-decision-period
 K`` (a DecisionRequester's period, default 1; actions repeat between decisions),
-``--fake-respawn-agents`` (see agent ids in ``agent_infos``).
+``--fake-respawn-agents`` (see agent ids in ``agent_infos``), ``--fake-exit-at-start CODE`` (log
+start-up lines and a fatal error, then exit with CODE before connecting, as a build missing a file
+or a GPU does), ``--fake-communication-version V`` (claim API V in the handshake instead of 1.5.0,
+for a build of an incompatible ML-Agents release).
 
 Protocol, as ``RpcCommunicator.cs`` does it (the player is the gRPC client of
 ``UnityToExternalProto/Exchange``; every message carries a header with status 200):
@@ -57,7 +60,9 @@ Player log (``-logFile``, appended to): JSON lines, flushed after each, each wit
 - ``training_analytics``: message (the protobuf type) and its fields;
   ``unknown_side_channel``: channel_id, length; ``side_channel_error``: channel_id, error;
 - ``reset``: episode (count of RESET commands), steps (environment steps so far), parameters;
-- ``crash``: step, exit_code (3); ``quit``: reason, exit_code.
+- ``crash``: step, exit_code (3); ``quit``: reason, exit_code;
+- under ``--fake-exit-at-start``: ``startup`` (line, message) lines, then ``fatal`` (message,
+  exit_code).
 """
 
 from __future__ import annotations
@@ -110,6 +115,8 @@ PACKAGE_VERSION = "2.2.1"
 ACADEMY_NAME = "AcademySingleton"
 CONNECT_TIMEOUT_S = 60.0
 CRASH_EXIT_CODE = 3
+#: what ``--fake-exit-at-start`` logs first: more lines than a start-up error shows of a log
+STARTUP_LINES = 12
 
 
 class PlayerQuit(Exception):
@@ -153,6 +160,8 @@ class Options:
     decision_period: int
     respawn_agents: bool
     ignored_args: list[str]
+    exit_at_start: int | None = None
+    communication_version: str = COMMUNICATION_VERSION
 
 
 def parse_options(argv: Sequence[str]) -> Options:
@@ -166,6 +175,8 @@ def parse_options(argv: Sequence[str]) -> Options:
     parser.add_argument("--fake-crash-marker")
     parser.add_argument("--fake-decision-period", type=int, default=1)
     parser.add_argument("--fake-respawn-agents", action="store_true")
+    parser.add_argument("--fake-exit-at-start", type=int)
+    parser.add_argument("--fake-communication-version", default=COMMUNICATION_VERSION)
     known, ignored = parser.parse_known_args(list(argv))
     if known.fake_decision_period < 1:
         parser.error(f"--fake-decision-period must be >= 1, got {known.fake_decision_period}")
@@ -179,6 +190,8 @@ def parse_options(argv: Sequence[str]) -> Options:
         decision_period=known.fake_decision_period,
         respawn_agents=known.fake_respawn_agents,
         ignored_args=ignored,
+        exit_at_start=known.fake_exit_at_start,
+        communication_version=known.fake_communication_version,
     )
 
 
@@ -239,7 +252,7 @@ class FakePlayer:
         }
         academy = UnityRLInitializationOutputProto(
             name=ACADEMY_NAME,
-            communication_version=COMMUNICATION_VERSION,
+            communication_version=self.options.communication_version,
             package_version=PACKAGE_VERSION,
             capabilities=UnityRLCapabilitiesProto(**every_capability),
         )
@@ -256,7 +269,7 @@ class FakePlayer:
             communication_version=trainer.communication_version,
             package_version=trainer.package_version,
             capabilities=MessageToDict(trainer.capabilities, preserving_proto_field_name=True),
-            unity_communication_version=COMMUNICATION_VERSION,
+            unity_communication_version=self.options.communication_version,
             unity_package_version=PACKAGE_VERSION,
         )
         self.game = self.game_class(num_areas=num_areas, seed=trainer.seed)
@@ -387,7 +400,19 @@ def main(argv: Sequence[str], game: Any) -> int:
         print("No trainer port given (--mlagents-port): nothing to connect to.", file=sys.stderr)
         log.write("quit", reason="no trainer port", exit_code=1)
         return 1
+    if options.exit_at_start is not None:
+        return exit_at_start(log, options.exit_at_start)
     return FakePlayer(options=options, game_class=game, log=log).run()
+
+
+def exit_at_start(log: PlayerLog, exit_code: int) -> int:
+    """``--fake-exit-at-start``: a player that dies while loading, its reason last in its log."""
+    for line in range(STARTUP_LINES):
+        log.write("startup", line=line, message=f"loading subsystem {line}")
+    message = "Failed to load the game's data folder"
+    log.write("fatal", message=message, exit_code=exit_code)
+    print(message, file=sys.stderr)
+    return exit_code
 
 
 def never_connect(argv: Sequence[str]) -> int:
