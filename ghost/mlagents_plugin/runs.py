@@ -4,6 +4,12 @@ ML-Agents creates trainers one behavior name at a time through a factory that kn
 others, so the run is found by its results folder (the parent of every behavior's artifact
 folder). ML-Agents' trainer controller resets the environments when its own ghost controller says
 so; ``registration`` makes that question also ask every ``GhostRun`` here (``take_team_change``).
+
+mlagents-learn does not lock its results folder, so the first ghost trainer of a run takes the run
+folder's lock (``trainers.run_lock``, as ghost-learn does) for every ghost trainer of the process:
+a second mlagents-learn on the same run id stops before it reads or writes any self-play state.
+The lock is released when the process exits; its heartbeat is refreshed as ML-Agents asks about
+team changes, which it does every step.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Any, Protocol
 from mlagents_envs.logging_util import get_logger
 
 from ghost.core.controller import GhostController, TeamChange
+from trainers.run_lock import RunLock
 
 logger = get_logger(__name__)
 
@@ -23,9 +30,14 @@ class TeamChangeListener(Protocol):
 
 
 class GhostRun:
-    """The controller of one run and the ghost trainers that share it."""
+    """The controller of one run and the ghost trainers that share it.
 
-    def __init__(self) -> None:
+    Args:
+        lock: the run folder's lock, held by this process (None: not locked).
+    """
+
+    def __init__(self, lock: RunLock | None = None) -> None:
+        self.lock = lock
         self.controller = GhostController()
         self.trainers: list[TeamChangeListener] = []
         self._controller_restored = False
@@ -39,6 +51,8 @@ class GhostRun:
     def take_team_change(self) -> bool:
         """Make a requested team change and tell every trainer; True when the environments must
         be reset (no trajectory may straddle two learners)."""
+        if self.lock is not None:
+            self.lock.heartbeat()
         change = self.controller.take_team_change()
         if change is None:
             return False
@@ -54,8 +68,19 @@ _RUNS: dict[Path, GhostRun] = {}
 
 
 def run_for(artifact_path: str | Path) -> GhostRun:
-    """The run a behavior's artifact folder (``<results>/<run-id>/<Behavior>``) belongs to."""
-    return _RUNS.setdefault(Path(artifact_path).resolve().parent, GhostRun())
+    """The run a behavior's artifact folder (``<results>/<run-id>/<Behavior>``) belongs to; the
+    first behavior of a run locks the run folder.
+
+    Raises:
+        RunLockedError: another live process trains this run (the message names it).
+    """
+    root = Path(artifact_path).parent
+    key = root.resolve()
+    run = _RUNS.get(key)
+    if run is None:
+        root.mkdir(parents=True, exist_ok=True)
+        run = _RUNS[key] = GhostRun(lock=RunLock(root).acquire())
+    return run
 
 
 def take_team_changes() -> bool:

@@ -3,9 +3,9 @@
 ``train(config, env=..., run_id=...)`` does everything the command line does, in one direction:
 the config (a YAML path, a parsed dict or ``RunOptions``) and the keyword arguments go to
 ``resolve_options``, which builds the final ``RunOptions`` once; ``train_options`` then prepares
-``<results_dir>/<run_id>`` (``resume``/``force`` rules, ``configuration.yaml``), trains, and
-returns a ``TrainingResult``. Callbacks see summaries, checkpoints, snapshots and team changes,
-and can stop the run.
+and locks ``<results_dir>/<run_id>`` (``resume``/``force`` rules, ``configuration.yaml``), trains,
+releases the folder and returns a ``TrainingResult``. Callbacks see summaries, checkpoints,
+snapshots and team changes, and can stop the run.
 """
 
 from __future__ import annotations
@@ -33,11 +33,19 @@ from ghost.config.loader import ConfigSource, resolve_options
 from ghost.config.settings import RunOptions
 from ghost.config.torch_device import check_torch_device
 from ghost.exceptions import ConfigError
+from ghost.running.callbacks import (
+    Checkpoint,
+    SelfPlayCallback,
+    SnapshotTaken,
+    Summary,
+    TeamChanged,
+)
 from ghost.running.run_dir import RunDirectory
 from ghost.running.session import SelfPlaySession
 from trainers.callbacks import TrainingCallback
 from trainers.exceptions import results_write_errors
 from trainers.run_layout import RunLayout
+from trainers.run_lock import RunLock
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +102,26 @@ def make_stepper(settings: EnvironmentSettings, factory: EnvFactory, seed: int) 
     return SubprocessStepper(**pool_options)
 
 
+class LockHeartbeat(SelfPlayCallback):
+    """Tells other hosts that the run holding ``lock`` is alive, at every event of the run (the
+    lock writes at most every ``HEARTBEAT_INTERVAL_S``)."""
+
+    def __init__(self, lock: RunLock) -> None:
+        self.lock = lock
+
+    def on_summary(self, summary: Summary) -> None:
+        self.lock.heartbeat()
+
+    def on_checkpoint(self, checkpoint: Checkpoint) -> None:
+        self.lock.heartbeat()
+
+    def on_snapshot(self, snapshot: SnapshotTaken) -> None:
+        self.lock.heartbeat()
+
+    def on_team_change(self, change: TeamChanged) -> None:
+        self.lock.heartbeat()
+
+
 def initial_policy_files(options: RunOptions, run_dir: RunDirectory) -> dict[str, Path]:
     """Per behavior, the policy file to start from: ``init_path`` or ``--initialize-from``."""
     files: dict[str, Path] = {}
@@ -112,6 +140,7 @@ def train_options(
     """Prepare the run folder of ``options`` (writing ``configuration.yaml``) and train.
 
     ``options`` are final, as ``resolve_options`` returns them: recorded and trained as given.
+    The run folder stays locked until training ends, however it ends.
     """
     check_torch_device(options.torch_settings.device)
     run_dir = RunDirectory.prepare(options.checkpoint_settings)
@@ -127,6 +156,8 @@ def train_options(
     except BaseException:
         run_dir.discard_if_unused()
         raise
+    finally:
+        run_dir.release()
 
 
 def run_training(
@@ -136,12 +167,15 @@ def run_training(
     run_dir: RunDirectory,
     callbacks: Iterable[TrainingCallback] = (),
 ) -> TrainingResult:
-    """Train every behavior of the environment in a prepared run folder until ``max_steps``."""
+    """Train every behavior of the environment in a prepared run folder until ``max_steps``
+    (refreshing the heartbeat of its lock, if it holds one)."""
     # small networks run fastest on one thread; the environment wants the other core
     torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2) if torch.cuda.is_available() else 1)
     seed = max(options.env_settings.seed, 0)
     torch.manual_seed(seed)
     training = not options.checkpoint_settings.inference
+    if run_dir.lock is not None:
+        callbacks = [*callbacks, LockHeartbeat(run_dir.lock)]
     session = SelfPlaySession(
         options=options,
         stepper=make_stepper(options.env_settings, env_factory, seed),

@@ -1,20 +1,24 @@
 """Preparing a run's results folder: the ``--resume`` / ``--force`` / ``--initialize-from`` rules.
 
-The layout of the folder itself is ``trainers.run_layout.RunLayout``'s to name.
+A prepared folder stays locked (``trainers.run_lock``) until the run releases it, so that no second
+process trains into it, or ``--force``s it away, while the first one runs. The layout of the folder
+itself is ``trainers.run_layout.RunLayout``'s to name.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 from pathlib import Path
 
 import attrs
 
-from ghost.config.loader import write_options
 from ghost.config.settings import CheckpointSettings, RunOptions
 from ghost.exceptions import RunDirectoryError
+from ghost.running.run_configuration import record_configuration
 from trainers.run_layout import RunLayout, has_unsafe_characters
+from trainers.run_lock import LOCK_FILE_NAME, RunLock
 
 logger = logging.getLogger(__name__)
 
@@ -28,93 +32,162 @@ def _check_run_id(run_id: str) -> None:
 
 
 def _has_content(path: Path) -> bool:
-    return path.is_dir() and any(path.iterdir())
+    return path.is_dir() and any(entry.name != LOCK_FILE_NAME for entry in path.iterdir())
+
+
+def _delete_contents(root: Path, *, ignore_errors: bool = False) -> None:
+    """Delete everything in ``root`` but its lock file, which the caller holds."""
+    for entry in root.iterdir():
+        if entry.name == LOCK_FILE_NAME:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=ignore_errors)
+        else:
+            with contextlib.suppress(*((OSError,) if ignore_errors else ())):
+                entry.unlink()
+
+
+def _create(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise RunDirectoryError(
+            f"cannot create the run folder {folder}: {error.strerror}; choose a writable "
+            "--results-dir"
+        ) from error
+
+
+def _lock(root: Path, run_id: str) -> RunLock:
+    """The lock of run folder ``root`` (created if missing), taken.
+
+    Raises:
+        RunLockedError: another live process holds it.
+        RunDirectoryError: the folder or its lock file cannot be created.
+    """
+    _create(root)
+    try:
+        return RunLock(root, run_name=run_id).acquire()
+    except OSError as error:
+        raise RunDirectoryError(
+            f"cannot create the lock file of run {run_id!r} in {root}: {error.strerror}; "
+            "choose a writable --results-dir"
+        ) from error
+
+
+def _check_flags(settings: CheckpointSettings, *, root: Path, exists: bool) -> None:
+    if settings.resume and not exists:
+        raise RunDirectoryError(
+            f"cannot resume run {settings.run_id!r}: nothing found at {root}; "
+            "start it without --resume (or check --run-id and --results-dir)"
+        )
+    if exists and not (settings.resume or settings.force):
+        raise RunDirectoryError(
+            f"run {settings.run_id!r} already exists at {root}; pass --resume to continue it, "
+            "--force to overwrite it, or choose another --run-id"
+        )
+
+
+def _initialize_from(settings: CheckpointSettings) -> Path | None:
+    if settings.initialize_from is None:
+        return None
+    _check_run_id(settings.initialize_from)
+    initialize_from = Path(settings.results_dir) / settings.initialize_from
+    if not initialize_from.is_dir():
+        raise RunDirectoryError(
+            f"cannot initialize from run {settings.initialize_from!r}: nothing found at "
+            f"{initialize_from}; train that run first or fix --initialize-from"
+        )
+    return initialize_from
 
 
 @attrs.frozen(kw_only=True)
 class RunDirectory:
-    """Paths of one run's results; ``prepare`` checks and creates it, the helpers create subfolders.
+    """Paths of one run's results; ``prepare`` checks, locks and creates it, the helpers create
+    subfolders.
 
     Attributes:
         root: ``<results_dir>/<run_id>``.
         resumed: the run continues an earlier one (``--resume``): read its checkpoints.
         initialize_from: ``<results_dir>/<other run id>`` whose policies start this run, or None.
         created: ``prepare`` created the folder (it held no results before).
+        lock: the folder's lock, held from ``prepare`` until ``release`` (None for a folder
+            opened to read with ``existing``).
     """
 
     root: Path
     resumed: bool = False
     initialize_from: Path | None = None
     created: bool = False
+    lock: RunLock | None = attrs.field(default=None, eq=False, repr=False)
 
     @classmethod
     def prepare(cls, checkpoint_settings: CheckpointSettings) -> RunDirectory:
-        """Check ``--resume``/``--force``/``--initialize-from`` against the disk and create the run.
+        """Check ``--resume``/``--force``/``--initialize-from`` against the disk, lock the run
+        folder and create it; the caller ``release``s it when the run ends.
 
         A run id whose folder already holds results needs ``--resume`` (continue it) or
-        ``--force`` (delete it and start over); ``--resume`` needs the folder to exist.
+        ``--force`` (delete it and start over); ``--resume`` needs the folder to exist. A folder
+        that another live process trains into is refused before anything in it is read or
+        deleted.
 
         Raises:
             RunDirectoryError: the flags do not fit what is on disk (the message says which
                 flag to use).
+            RunLockedError: another live process holds the run folder (the message names it).
         """
         settings = checkpoint_settings
         _check_run_id(settings.run_id)
-        results = Path(settings.results_dir)
-        root = results / settings.run_id
+        root = Path(settings.results_dir) / settings.run_id
         if settings.resume and settings.force:
             raise RunDirectoryError(
                 "--resume and --force contradict each other: --resume continues run "
                 f"{settings.run_id!r}, --force deletes it; pass only one"
             )
-        exists = _has_content(root)
-        if settings.resume and not exists:
-            raise RunDirectoryError(
-                f"cannot resume run {settings.run_id!r}: nothing found at {root}; "
-                "start it without --resume (or check --run-id and --results-dir)"
-            )
-        if exists and not (settings.resume or settings.force):
-            raise RunDirectoryError(
-                f"run {settings.run_id!r} already exists at {root}; pass --resume to continue it, "
-                "--force to overwrite it, or choose another --run-id"
-            )
-        initialize_from = None
-        if settings.initialize_from is not None:
-            _check_run_id(settings.initialize_from)
-            initialize_from = results / settings.initialize_from
-            if not initialize_from.is_dir():
-                raise RunDirectoryError(
-                    f"cannot initialize from run {settings.initialize_from!r}: nothing found at "
-                    f"{initialize_from}; train that run first or fix --initialize-from"
-                )
-        if exists and settings.force:
-            logger.info(
-                "--force: deleting the previous results of run %r at %s", settings.run_id, root
-            )
-            shutil.rmtree(root)
-        run_dir = cls(
-            root=root,
-            resumed=settings.resume,
-            initialize_from=initialize_from,
-            created=not settings.resume,
-        )
+        lock = _lock(root, settings.run_id) if root.is_dir() else None
         try:
-            run_dir.layout.run_logs_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise RunDirectoryError(
-                f"cannot create the run folder {root}: {error.strerror}; choose a writable "
-                "--results-dir"
-            ) from error
+            exists = _has_content(root)
+            _check_flags(settings, root=root, exists=exists)
+            initialize_from = _initialize_from(settings)
+            if lock is None:
+                lock = _lock(root, settings.run_id)
+                exists = _has_content(root)  # another run may have begun since we looked
+                _check_flags(settings, root=root, exists=exists)
+            if exists and settings.force:
+                logger.info(
+                    "--force: deleting the previous results of run %r at %s", settings.run_id, root
+                )
+                _delete_contents(root)
+            run_dir = cls(
+                root=root,
+                resumed=settings.resume,
+                initialize_from=initialize_from,
+                created=not settings.resume,
+                lock=lock,
+            )
+            _create(run_dir.layout.run_logs_dir)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
         return run_dir
 
     def discard_if_unused(self) -> bool:
         """Delete a folder ``prepare`` created for a run that failed before its first checkpoint,
-        so that retrying needs no ``--force``; returns whether it was deleted."""
+        so that retrying needs no ``--force``; returns whether it was deleted. Releases the lock."""
         if not self.created or self.layout.checkpoint_index_path.exists():
             return False
-        shutil.rmtree(self.root, ignore_errors=True)
+        # emptied while still locked, so that no run starting meanwhile loses its files
+        _delete_contents(self.root, ignore_errors=True)
+        self.release()
+        with contextlib.suppress(OSError):
+            self.root.rmdir()
         logger.info("The run ended before its first checkpoint; removed %s", self.root)
         return True
+
+    def release(self) -> None:
+        """Let other processes use the run folder (its lock file goes); harmless to repeat."""
+        if self.lock is not None:
+            self.lock.release()
 
     @classmethod
     def existing(cls, *, results_dir: str | Path, run_id: str) -> RunDirectory:
@@ -137,7 +210,6 @@ class RunDirectory:
         return RunLayout(self.root)
 
     def write_configuration(self, options: RunOptions) -> Path:
-        """Write ``configuration.yaml`` (every key, flags applied); returns its path."""
-        path = self.layout.configuration_path
-        write_options(options, path)
-        return path
+        """Write ``configuration.yaml`` (every key, flags applied; a resumed run keeps the earlier
+        one beside it when it changed); returns its path."""
+        return record_configuration(self.layout, options, resumed=self.resumed)
