@@ -1,5 +1,6 @@
 """Package definition for ghost-trainer (tool settings live in pyproject.toml)."""
 
+import glob
 from pathlib import Path
 
 from setuptools import find_packages, setup
@@ -40,6 +41,9 @@ setup(
     long_description=Path(__file__).with_name("README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
+    # the shipped configs: what `ghost-learn --env GAME` trains with when no config is given
+    # (ghost/config/shipped.py looks for them here in a regular install)
+    data_files=[("share/ghost-trainer/config", sorted(glob.glob("config/*.yaml")))],
     packages=find_packages(
         include=["ghost", "ghost.*", "trainers", "trainers.*", "envs", "envs.*"]
     ),

@@ -97,13 +97,32 @@ def test_check_asymmetric_with_discrete_actions(capsys, write_yaml):
     assert "discrete branches (3, 3)" in out
 
 
-def test_check_two_teams_without_self_play(capsys, write_yaml):
+def test_two_teams_without_self_play_self_play_with_the_defaults(capsys, write_yaml, caplog):
     config = write_yaml({"behaviors": {"Duel": {"max_steps": 10}}})
-    code, out, err = run_cli(capsys, config, "--env", "tests.fake_envs:make_duel", "--check")
-    assert code == 2
-    assert "add `self_play: {}` under behaviors.Duel" in err
-    assert "Traceback" not in err
-    assert len(err.strip().splitlines()) == 1
+    with caplog.at_level("INFO"):
+        code, out, err = run_cli(capsys, config, "--env", "tests.fake_envs:make_duel", "--check")
+    assert code == 0, err
+    assert "self_play:    on (save_steps 20000, team_change 100000" in out
+    assert "behaviors.Duel has no self_play section but the environment has opposing teams " \
+        "(teams 0, 1): self-play is on with ML-Agents' default settings" in caplog.text
+
+
+def test_no_config_trains_a_game_with_its_shipped_config(capsys, caplog, tmp_path):
+    with caplog.at_level("INFO"):
+        code, out, err = run_cli(capsys, "--env", "tennis", "--check", "--max-steps", "5000")
+    assert code == 0, err
+    assert "No config given: training tennis with the shipped config" in caplog.text
+    assert "tennis.yaml" in caplog.text
+    assert "trainer:      ppo (max_steps 5000)" in out
+    assert "save_steps 10000, team_change 40000" in out  # config/tennis.yaml's, not the defaults
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "many"])
+def test_max_steps_must_be_a_positive_whole_number(capsys, value):
+    code, out, err = run_cli(capsys, "--env", "tennis", "--check", "--max-steps", value)
+    assert code == 2 and err.strip() == (
+        f"ghost-learn: error: --max-steps = {value!r}: must be a whole number > 0"
+    )
 
 
 def test_check_without_config_uses_defaults(capsys):

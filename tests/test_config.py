@@ -373,20 +373,25 @@ def test_bad_yaml_and_missing_file(write_yaml, tmp_path):
 DUEL = {BehaviorId("Duel", 0): spec(), BehaviorId("Duel", 1): spec()}
 
 
-def test_two_teams_need_self_play():
-    with pytest.raises(EnvironmentSpecError) as caught:
-        match_behaviors(options_from_dict({"behaviors": {"Duel": {}}}), DUEL)
-    assert "self_play: {}" in str(caught.value) and "behaviors.Duel" in str(caught.value)
+def test_two_teams_self_play_with_the_defaults_when_the_config_has_none(caplog):
+    with caplog.at_level(logging.INFO):
+        defaulted = match_behaviors(options_from_dict({"behaviors": {"Duel": {}}}), DUEL)
+    assert defaulted["Duel"].self_play == SelfPlaySettings()
+    assert "self-play is on with ML-Agents' default settings" in caplog.text
     resolved = match_behaviors(options_from_dict({"behaviors": {"Duel": {"self_play": {}}}}), DUEL)
     assert resolved["Duel"].self_play == SelfPlaySettings()
 
 
-def test_asymmetric_teams_need_self_play_on_each_behavior():
+def test_asymmetric_teams_share_the_one_self_play_section_given(caplog):
     specs = {BehaviorId("Striker", 0): spec(), BehaviorId("Goalie", 1): spec()}
-    options = options_from_dict({"behaviors": {"Striker": {"self_play": {}}, "Goalie": {}}})
-    with pytest.raises(EnvironmentSpecError, match="behaviors.Goalie") as caught:
-        match_behaviors(options, specs)
-    assert "Striker" not in str(caught.value).split("off for")[1]
+    striker = {"self_play": {"save_steps": 500, "team_change": 4000}}
+    options = options_from_dict({"behaviors": {"Striker": striker, "Goalie": {}}})
+    with caplog.at_level(logging.INFO):
+        resolved = match_behaviors(options, specs)
+    assert resolved["Goalie"].self_play == resolved["Striker"].self_play
+    assert resolved["Goalie"].self_play.steps_per_team == 4000
+    assert "behaviors.Goalie has no self_play section" in caplog.text
+    assert "with behaviors.Striker's settings" in caplog.text
 
 
 def test_behavior_settings_come_from_behaviors_then_defaults(caplog):

@@ -6,8 +6,11 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
+
 from envs.behavior_id import BehaviorId
 from ghost.config.settings import BehaviorSettings, RunOptions, default_behavior_settings
+from ghost.core.settings import SelfPlaySettings
 from ghost.exceptions import EnvironmentSpecError
 
 logger = logging.getLogger(__name__)
@@ -35,9 +38,9 @@ def match_behaviors(
         defaults (allowed only when the configuration names no behavior at all).
 
     Raises:
-        EnvironmentSpecError: a behavior has no settings; an adversarial behavior (several teams
-            of one name, or behaviors on different teams) lacks ``self_play``; or teams of one
-            name report different observation/action specs.
+        EnvironmentSpecError: a behavior has no settings, or teams of one name report different
+            observation/action specs. (An adversarial behavior, several teams of one name or
+            behaviors on different teams, without ``self_play`` gets ML-Agents' defaults.)
     """
     teams = _teams_by_name(behavior_specs)
     all_teams = {behavior_id.team for behavior_id in behavior_specs}
@@ -52,8 +55,7 @@ def match_behaviors(
     for name, ids in teams.items():
         resolved[name] = _settings_for(name, options)
         _check_teams_share_specs(name, ids, behavior_specs)
-    _check_self_play(teams, resolved, all_teams)
-    return resolved
+    return _with_default_self_play(teams, resolved, all_teams)
 
 
 def _teams_by_name(behavior_specs: Mapping[BehaviorId, Any]) -> dict[str, list[BehaviorId]]:
@@ -93,31 +95,42 @@ def _check_teams_share_specs(
             )
 
 
-def _check_self_play(
+def _with_default_self_play(
     teams: Mapping[str, list[BehaviorId]],
     resolved: Mapping[str, BehaviorSettings],
     all_teams: set[int],
-) -> None:
-    """Adversarial behaviors need ``self_play``; with a single team it is only warned about."""
-    missing = [
-        name
-        for name, ids in teams.items()
-        if resolved[name].self_play is None and (len(ids) > 1 or len(all_teams) > 1)
-    ]
-    if missing:
-        described = "; ".join(
-            f"{name} (teams {', '.join(str(i.team) for i in teams[name])})" for name in missing
-        )
-        raise EnvironmentSpecError(
-            f"the environment has opposing teams ({described}) but self-play is off for "
-            f"{', '.join(missing)}: add `self_play: {{}}` under "
-            f"{', '.join('behaviors.' + name for name in missing)} (or to default_settings)"
-        )
+) -> dict[str, BehaviorSettings]:
+    """Adversarial behaviors without ``self_play`` get ML-Agents' defaults, announced; with a
+    single team a ``self_play`` section is only warned about."""
+    settings = dict(resolved)
+    configured = next((n for n, b in settings.items() if b.self_play is not None), None)
+    for name, ids in teams.items():
+        adversarial = len(ids) > 1 or len(all_teams) > 1
+        if settings[name].self_play is None and adversarial:
+            # the behaviors of one game take turns together: one configured section serves all
+            if configured is None:
+                self_play, source = SelfPlaySettings(), "ML-Agents' default"
+            else:
+                self_play, source = settings[configured].self_play, f"behaviors.{configured}'s"
+            settings[name] = attrs.evolve(settings[name], self_play=self_play)
+            logger.info(
+                "behaviors.%s has no self_play section but the environment has opposing teams "
+                "(%s): self-play is on with %s settings (save_steps %d, team_change %d, "
+                "swap_steps %d, window %d); add a self_play: section to tune it",
+                name,
+                "teams " + ", ".join(str(i.team) for i in ids) if len(ids) > 1 else "other teams",
+                source,
+                self_play.save_steps,
+                self_play.steps_per_team,
+                self_play.swap_steps,
+                self_play.window,
+            )
     if len(all_teams) == 1:
-        for name, settings in resolved.items():
-            if settings.self_play is not None:
+        for name, behavior in settings.items():
+            if behavior.self_play is not None:
                 logger.warning(
                     "behaviors.%s has self_play but the environment has a single team; "
                     "there is no opponent to ghost",
                     name,
                 )
+    return settings

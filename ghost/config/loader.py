@@ -18,7 +18,13 @@ from typing import Any
 import attrs
 import yaml
 
-from ghost.config.settings import BehaviorSettings, CheckpointSettings, RunOptions
+from ghost.config.settings import (
+    BehaviorSettings,
+    CheckpointSettings,
+    RunOptions,
+    default_behavior_settings,
+)
+from ghost.config.shipped import shipped_config_for
 from ghost.config.structuring import ConfigProblem, converter, fields_of, structure_field
 from ghost.exceptions import ConfigError
 from trainers.atomic_files import atomic_write_text
@@ -29,6 +35,9 @@ logger = logging.getLogger(__name__)
 #: what ``resolve_options`` reads: a YAML path, a parsed YAML dict, ``RunOptions``, or None (the
 #: defaults)
 ConfigSource = str | os.PathLike[str] | Mapping[str, Any] | RunOptions | None
+
+#: the override that sets ``max_steps`` of every behavior (``--max-steps``, ``max_steps=``)
+MAX_STEPS_KEY = "max_steps"
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -191,8 +200,11 @@ def resolve_options(
 ) -> RunOptions:
     """The final configuration of a run, built in one pass; what ``configuration.yaml`` records.
 
-    1. ``config`` read (a YAML path, a parsed dict, ``RunOptions`` as is, or None: the defaults);
-    2. ``overrides`` laid over it, each checked like a YAML value;
+    1. ``config`` read (a YAML path, a parsed dict, ``RunOptions`` as is); None: with ``resume``
+       the run's own ``configuration.yaml``, else the shipped config of the ``env_path`` given,
+       else the defaults;
+    2. ``overrides`` laid over it, each checked like a YAML value; ``MAX_STEPS_KEY`` sets every
+       behavior's ``max_steps``;
     3. ``deterministic``: every behavior acts with its most likely action;
     4. ``resume`` and ``initialize_from`` both set (ML-Agents' rule): an override beats the
        config, and between two equals resuming wins;
@@ -213,10 +225,15 @@ def resolve_options(
         ConfigError: a bad config, override or earlier ``configuration.yaml`` (the message names
             the key and the fix).
     """
-    overrides = overrides or {}
+    overrides = dict(overrides or {})
+    max_steps = overrides.pop(MAX_STEPS_KEY, None)
     if config is None and overrides.get("checkpoint_settings.resume"):
         config = _run_own_configuration(overrides)
+    if config is None and overrides.get("env_settings.env_path"):
+        config = _shipped_configuration(str(overrides["env_settings.env_path"]))
     options = apply_overrides(_read_config(config), overrides, labels=labels)
+    if max_steps is not None:
+        options = with_max_steps(options, max_steps, label=(labels or {}).get(MAX_STEPS_KEY))
     changes: dict[str, Any] = {
         "checkpoint_settings": _reconcile_resume_and_init(
             options.checkpoint_settings, overrides, labels or {}
@@ -245,6 +262,38 @@ def _run_own_configuration(overrides: Mapping[str, Any]) -> ConfigSource:
         recorded.checkpoint_settings, resume=False, force=False, initialize_from=None
     )
     return attrs.evolve(recorded, checkpoint_settings=session)
+
+
+def _shipped_configuration(env_path: str) -> ConfigSource:
+    """With no config, a game that ships one (``config/tennis.yaml`` for ``tennis``) trains with
+    it: the settings it was tuned with, self-play included."""
+    path = shipped_config_for(env_path)
+    if path is not None:
+        logger.info("No config given: training %s with the shipped config %s", env_path, path)
+    return path
+
+
+def with_max_steps(options: RunOptions, max_steps: Any, *, label: str | None = None) -> RunOptions:
+    """``options`` with ``max_steps`` set for every behavior (and ``default_settings``; a config
+    that names no behavior gets a ``default_settings`` section holding it).
+
+    Raises:
+        ConfigError: ``max_steps`` is not a positive whole number.
+    """
+    try:
+        steps = int(str(max_steps))
+    except ValueError:
+        steps = 0
+    if steps <= 0:
+        raise ConfigError(f"{label or 'max_steps'} = {max_steps!r}: must be a whole number > 0")
+    default = options.default_settings
+    if default is None and not options.behaviors:
+        default = default_behavior_settings()
+    return attrs.evolve(
+        options,
+        behaviors={n: attrs.evolve(b, max_steps=steps) for n, b in options.behaviors.items()},
+        default_settings=attrs.evolve(default, max_steps=steps) if default else None,
+    )
 
 
 def _read_config(config: ConfigSource) -> RunOptions:

@@ -11,7 +11,8 @@ ML-Agents semantics kept on purpose:
   by section and key by key (``hyperparameters: {batch_size: 64}`` keeps the other default
   hyperparameters). One deliberate difference: a behavior with another ``trainer_type`` than
   ``default_settings`` does not inherit its ``hyperparameters`` (they belong to the other type).
-- ``self_play: {}`` enables self-play with every default; an empty ``self_play:`` (null) leaves it off.
+- ``self_play: {}`` enables self-play with every default; an empty ``self_play:`` (null) counts as
+  no section (self-play then goes on with the defaults only where the environment's teams oppose).
 - Numbers may be written as YAML reads them (``3.0e-4`` and ``5e6`` arrive as strings in YAML 1.1);
   integers must be whole (``max_steps: 5.0e+7`` is fine, ``2.5`` is not).
 
@@ -379,7 +380,8 @@ def _with_defaults(name: str, behavior: Any, defaults: Any) -> Any:
     defaults = defaults if isinstance(defaults, Mapping) else {}
     if "self_play" in behavior and behavior["self_play"] is None and not defaults.get("self_play"):
         logger.warning(
-            "behaviors.%s.self_play is empty, so self-play stays OFF; "
+            "behaviors.%s.self_play is empty, which counts as no section: self-play stays off "
+            "in a single-team environment and goes on with the defaults where teams oppose; "
             "write `self_play: {}` to turn it on with the defaults",
             name,
         )

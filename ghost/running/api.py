@@ -29,7 +29,7 @@ from envs.sources import EnvFunction, EnvInstance
 from envs.stepping import EnvStepper, InProcessStepper
 from envs.unity_build import UnityBuild
 from ghost.config.environment import env_factory_for
-from ghost.config.loader import ConfigSource, resolve_options
+from ghost.config.loader import MAX_STEPS_KEY, ConfigSource, resolve_options
 from ghost.config.settings import RunOptions
 from ghost.config.torch_device import check_torch_device
 from ghost.exceptions import ConfigError
@@ -255,6 +255,7 @@ def train(
     initialize_from: str | None = None,
     seed: int | None = None,
     num_envs: int | None = None,
+    max_steps: int | None = None,
     inference: bool = False,
     overrides: Mapping[str, Any] | None = None,
     callbacks: Iterable[TrainingCallback] = (),
@@ -263,7 +264,8 @@ def train(
 
     Args:
         config: a trainer YAML file (ML-Agents' schema), the same as a dict, ``RunOptions``, or
-            None for every default.
+            None: the game's shipped config where it has one (``config/tennis.yaml``), else every
+            default (with ``resume``: the run's own ``configuration.yaml``).
         env: a built-in game name, ``"module:callable"``, a Unity build path, a function
             returning a BaseEnv (called with ``worker_id``/``seed`` if it takes them), or one
             BaseEnv instance. Default: the config's ``env_settings.env_path``.
@@ -273,6 +275,7 @@ def train(
         initialize_from: the run id whose final policies start this run.
         seed: random seed (-1 draws one and records it).
         num_envs: environment copies in worker processes.
+        max_steps: steps every behavior trains for (overrides each behavior's ``max_steps``).
         inference: only act, do not train.
         overrides: any other keys, ``{"env_settings.num_areas": 4, "debug": True}``.
         callbacks: ``SelfPlayCallback``/``TrainingCallback`` objects; one returning False from
@@ -293,6 +296,7 @@ def train(
         "checkpoint_settings.inference": inference or None,
         "env_settings.seed": seed,
         "env_settings.num_envs": num_envs,
+        MAX_STEPS_KEY: max_steps,
     }
     given = {key: value for key, value in keywords.items() if value is not None}
     env_path = _recorded_env_path(env)

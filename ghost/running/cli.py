@@ -32,6 +32,7 @@ PROG = "ghost-learn"
 _EPILOG = """\
 examples:
   ghost-learn config/tennis.yaml --run-id tennis-01      train a built-in game named in the config
+  ghost-learn --env tennis --max-steps 20000             a quick trial with the game's shipped config
   ghost-learn my.yaml --env my_envs:make_env --check     check a config against an environment
   ghost-learn my.yaml --env builds/Tennis --num-envs 4   train a Unity build with 4 copies
   ghost-learn config/tennis.yaml --run-id tennis-01 --resume
@@ -66,6 +67,9 @@ def _add_run_flags(parser: argparse.ArgumentParser) -> None:
     _flag(run, "--initialize-from", "checkpoint_settings.initialize_from",
          "start the networks from the policies of an earlier run (same behaviors and specs)",
          metavar="RUN_ID")
+    _flag(run, "--max-steps", "max_steps",
+         "train every behavior for N steps (a quick trial without editing the YAML)",
+         metavar="N")
     _flag(run, "--inference", "checkpoint_settings.inference",
          "only act, do not train (with --resume: watch a trained run)", action="store_true")
     _flag(run, "--results-dir", "checkpoint_settings.results_dir",
@@ -158,8 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
         "config",
         nargs="?",
         default=None,
-        help="trainer configuration YAML (ML-Agents' schema); without it every behavior "
-        "trains with the defaults. Each flag below overrides the key in brackets",
+        help="trainer configuration YAML (ML-Agents' schema); without it a game that ships a "
+        "config (config/<game>.yaml) trains with that one, any other environment with the "
+        "defaults (self-play on where teams oppose). Each flag below overrides the key in brackets",
     )
     parser.add_argument(
         "--check",
