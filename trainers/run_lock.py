@@ -225,7 +225,7 @@ class RunLock:
                     "two processes may now write this run", self.run_name, self.path,
                 )  # fmt: skip
                 return False
-            _write(held.fd, held.holder)
+            _write(held.fd, self.path, held.holder)
         except OSError as error:
             logger.warning("run %r: cannot refresh %s: %s", self.run_name, self.path, error)
             return False
@@ -241,7 +241,9 @@ class RunLock:
     def _take(self) -> _Held:
         for _ in range(_ATTEMPTS):
             try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                # held read-only: a run must not keep a file open for writing, which would stop its disk
+                # from being remounted read-only (what a failing disk does)
+                fd = os.open(self.path, os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0o644)
             except FileExistsError:
                 self._clear_if_stale()
                 continue
@@ -252,7 +254,7 @@ class RunLock:
                 continue
             holder = LockHolder.of_this_process()
             try:
-                _write(fd, holder)
+                _write(fd, self.path, holder)
             except BaseException:
                 _let_go(self.path, _Held(fd=fd, holder=holder, owner_pid=os.getpid()))
                 raise
@@ -372,13 +374,18 @@ def _read(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-def _write(fd: int, holder: LockHolder) -> None:
+def _write(fd: int, path: Path, holder: LockHolder) -> None:
     # Rewritten in place, not replaced: the flock belongs to this file. A heartbeat changes only
     # fixed-width timestamps, so one write of the same length never shows a reader half a file.
     data = holder.to_json()
-    os.lseek(fd, 0, os.SEEK_SET)
-    os.write(fd, data)
-    os.ftruncate(fd, len(data))
+    writer = os.open(path, os.O_WRONLY)
+    try:
+        if os.fstat(writer).st_ino != os.fstat(fd).st_ino:
+            raise OSError(f"{path} is no longer the lock file this process holds")
+        os.write(writer, data)
+        os.ftruncate(writer, len(data))
+    finally:
+        os.close(writer)
 
 
 def _let_go(path: Path, held: _Held) -> None:
