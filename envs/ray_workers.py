@@ -75,12 +75,14 @@ def connect_ray(address: str | None = None, *, num_cpus: int | None = None) -> A
         return ray
     if address is not None:
         _check_reachable(address)
+    # Ray's own INFO lines only when debugging us (ghost-learn/ghost-eval --debug)
+    debugging = logger.isEnabledFor(logging.DEBUG)
     try:
         ray.init(
             address=address,
             num_cpus=num_cpus if address is None else None,
             include_dashboard=False,
-            logging_level=logging.WARNING,
+            logging_level=logging.INFO if debugging else logging.WARNING,
             log_to_driver=True,
         )
     except (ConnectionError, ValueError, RuntimeError) as error:

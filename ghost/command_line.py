@@ -3,6 +3,11 @@
 A user mistake (``GhostError``) ends as one line on stderr and exit code 2; Ctrl-C as exit code
 130; a reader that stopped listening (``ghost-eval ... | head``) as exit code 141, the shell's
 code for SIGPIPE, without a traceback. Anything else is a bug and keeps its traceback.
+
+Without ``--debug`` the libraries we run on keep their start-up chatter to themselves: Ray's
+token-authentication notice, TensorFlow's and absl's messages when TensorBoard finds TensorFlow,
+the Python warnings raised inside torch, TensorBoard, Ray and protobuf. ``console_logging`` is the
+same console for ``ghost.train`` called from a script, unless the script set up logging itself.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import os
 import sys
 import threading
 import traceback
+import warnings
 from collections.abc import Callable
 
 from envs.unity_build import quiet_grpc_logs
@@ -22,13 +28,83 @@ EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 
+#: the loggers of our packages
+PACKAGES = ("ghost", "trainers", "envs")
+LOG_FORMAT = "[%(levelname)s] %(name)s: %(message)s"
+#: third-party loggers held back to ERROR without --debug
+_NOISY_LOGGERS = (
+    "ray._private.authentication.authentication_token_setup",  # "Token authentication is on"
+    "tensorflow",
+    "absl",
+)
+#: modules whose Python warnings are ignored without --debug
+_NOISY_WARNINGS = r"(torch|tensorboard|tensorflow|ray|google\.protobuf)(\.|$)"
+_TF_LOG_LEVEL = "TF_CPP_MIN_LOG_LEVEL"
+#: whether ``quiet_third_party`` set TF_CPP_MIN_LOG_LEVEL (a user's own value is left alone)
+_tf_level_set_here = False
+
 
 def setup_logging(debug: bool, *, level: int = logging.INFO) -> None:
-    """Our packages log at ``level`` (DEBUG with ``debug``), everything else at WARNING."""
+    """Our packages log at ``level`` (DEBUG with ``debug``), everything else at WARNING, and the
+    libraries' own noise is held back unless ``debug`` (see the module docstring)."""
     quiet_grpc_logs()  # before anything (Ray, a Unity build) imports grpc
-    logging.basicConfig(format="[%(levelname)s] %(name)s: %(message)s", level=logging.WARNING)
-    for package in ("ghost", "trainers", "envs"):
+    logging.basicConfig(format=LOG_FORMAT, level=logging.WARNING)
+    for package in PACKAGES:
         logging.getLogger(package).setLevel(logging.DEBUG if debug else level)
+    quiet_third_party(not debug)
+
+
+def quiet_third_party(quiet: bool) -> None:
+    """Hold back (``quiet``) or let through the start-up chatter of Ray, TensorFlow/TensorBoard
+    and the warnings of torch and friends. Called again with another value, it undoes itself:
+    ``ghost-learn`` learns of ``debug: true`` in a YAML file only after the first call."""
+    global _tf_level_set_here
+    for name in _NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR if quiet else logging.NOTSET)
+    # "default" put in front overrides an earlier "ignore" of the same modules
+    warnings.filterwarnings("ignore" if quiet else "default", module=_NOISY_WARNINGS)
+    # TensorFlow's C++ start-up log reads this when TensorBoard imports TensorFlow, later on
+    if quiet and _TF_LOG_LEVEL not in os.environ:
+        os.environ[_TF_LOG_LEVEL] = "2"
+        _tf_level_set_here = True
+    elif not quiet and _tf_level_set_here:
+        os.environ.pop(_TF_LOG_LEVEL, None)
+        _tf_level_set_here = False
+
+
+class _ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The handler ``console_logging`` attaches (told apart from an application's own)."""
+
+
+def console_logging(verbose: int) -> None:
+    """Print our packages' log on stderr, as ``ghost-learn`` does, unless the application set up
+    logging itself; ``ghost.train(verbose=...)`` calls it, like Stable-Baselines3's ``verbose``.
+
+    Args:
+        verbose: 0 prints nothing (warnings still reach stderr through Python's last resort),
+            1 INFO (the summary lines), 2 DEBUG.
+
+    A handler on the root logger or on ``ghost``/``trainers``/``envs`` other than the one this
+    function attached, or a level set on one of those three, means the application chose what
+    to log and where: nothing changes then.
+    """
+    loggers = [logging.getLogger(name) for name in PACKAGES]
+    handlers = [h for lg in (logging.getLogger(), *loggers) for h in lg.handlers]
+    if any(not isinstance(handler, _ConsoleHandler) for handler in handlers):
+        return
+    if any(lg.level != logging.NOTSET and not lg.handlers for lg in loggers):
+        return
+    for package_logger in loggers:
+        for handler in list(package_logger.handlers):
+            package_logger.removeHandler(handler)
+        package_logger.setLevel(logging.NOTSET)
+    if verbose <= 0:
+        return
+    handler = _ConsoleHandler()  # stderr, like logging's own default
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    for package_logger in loggers:
+        package_logger.addHandler(handler)
+        package_logger.setLevel(logging.DEBUG if verbose >= 2 else logging.INFO)
 
 
 def run_command(prog: str, body: Callable[[], int], *, debug: Callable[[], bool]) -> int:

@@ -374,7 +374,7 @@ DUEL = {BehaviorId("Duel", 0): spec(), BehaviorId("Duel", 1): spec()}
 
 
 def test_two_teams_self_play_with_the_defaults_when_the_config_has_none(caplog):
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="ghost"):
         defaulted = match_behaviors(options_from_dict({"behaviors": {"Duel": {}}}), DUEL)
     assert defaulted["Duel"].self_play == SelfPlaySettings()
     assert "self-play is on with ML-Agents' default settings" in caplog.text
@@ -386,7 +386,7 @@ def test_asymmetric_teams_share_the_one_self_play_section_given(caplog):
     specs = {BehaviorId("Striker", 0): spec(), BehaviorId("Goalie", 1): spec()}
     striker = {"self_play": {"save_steps": 500, "team_change": 4000}}
     options = options_from_dict({"behaviors": {"Striker": striker, "Goalie": {}}})
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="ghost"):
         resolved = match_behaviors(options, specs)
     assert resolved["Goalie"].self_play == resolved["Striker"].self_play
     assert resolved["Goalie"].self_play.steps_per_team == 4000

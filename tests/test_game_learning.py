@@ -63,7 +63,7 @@ def test_rock_paper_scissors_window_is_less_exploitable_than_naive_self_play(tmp
 
 
 #: win rate against the medium level each side must beat; seeds 0/1 reached 0.49/0.64 (strikers)
-#: and 0.90/0.76 (goalie). The strikers' side stays short of 0.6 on most seeds (see the README).
+#: and 0.90/0.76 (goalie). The strikers' side stays short of 0.6 on most seeds (see docs/benchmarks.md).
 THRESHOLD = {"Striker": 0.4, "Goalie": 0.7}
 
 

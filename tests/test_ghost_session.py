@@ -24,7 +24,6 @@ from envs.stepping import InProcessStepper
 from ghost.config.settings import BehaviorSettings, RunOptions
 from ghost.core.opponents import LATEST
 from ghost.core.settings import SelfPlaySettings
-from ghost.exceptions import EnvironmentSpecError
 from ghost.running.ghost_trainer import GhostTrainer
 from ghost.running.opponent_policy import OpponentPolicy
 from ghost.running.session import SelfPlaySession
@@ -206,14 +205,15 @@ def test_stats_come_from_the_learning_team_only(tmp_path):
 # -- several teams without self_play ------------------------------------------------------------------
 
 
-def test_several_teams_without_self_play_is_an_error(tmp_path):
+def test_several_teams_without_self_play_self_play_with_the_defaults(tmp_path, caplog):
     name = "My:Agent#1 v2"
     env = TeamArenaEnv(behaviors=(f"{name}?team=3", f"{name}?team=5"), num_arenas=2)
     session = make_session(env, tmp_path, **{name: trainer_settings(self_play=None)})
-    with pytest.raises(EnvironmentSpecError) as error:
-        session.start(resume=False)
-    message = str(error.value)
-    assert "self_play" in message and name in message
+    with caplog.at_level("INFO", logger="ghost"):
+        steps = session.start(resume=False)
+    session.step_once(steps)
+    assert isinstance(session.trainers[name], GhostTrainer)
+    assert f"behaviors.{name} has no self_play section" in caplog.text
 
 
 def test_one_team_without_self_play_is_fine(tmp_path):

@@ -7,6 +7,12 @@ gauge (``set_gauge``) holds one value that every summary writes until it is set 
 console line reads
 ``Tennis. Step: 20000. Time Elapsed: 31.2 s. Mean Reward: 0.120. Std of Reward: 0.950. ELO: 1213.4.
 6410 steps/s. Training.``
+
+In a run the lines of every behavior go through one ``SummaryConsole`` (``StatsReporter.console``):
+the training loop lets it log the lines that came due in a round together, in step order, and
+``Time Elapsed`` counts from the run's start for all of them. In self-play the behaviors learn in
+turns (``team_change``), so one behavior's steps stand still while another's run on: lines follow
+the turns, as in ML-Agents, not one step count across behaviors.
 """
 
 from __future__ import annotations
@@ -41,8 +47,30 @@ class Aggregation(enum.Enum):
     HISTOGRAM = "histogram"
 
 
+class SummaryConsole:
+    """The console summary lines of a run's behaviors, logged in step order when ``flush``-ed,
+    ``Time Elapsed`` counted from one start for every behavior."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self._lines: list[tuple[int, str]] = []
+
+    def add(self, step: int, line: str) -> None:
+        """Hold ``line``, a summary written at ``step``, until the next ``flush``."""
+        self._lines.append((step, line))
+
+    def flush(self) -> None:
+        """Log the lines held, lowest step first (lines of one step in the order they came)."""
+        lines, self._lines = self._lines, []
+        for _, line in sorted(lines, key=lambda entry: entry[0]):
+            logger.info(line)
+
+
 class StatsReporter:
-    """Collects one behavior's statistics and writes them every ``summary_freq`` steps."""
+    """Collects one behavior's statistics and writes them every ``summary_freq`` steps.
+
+    Its console line is logged at once, or handed to ``console`` when the run set one.
+    """
 
     def __init__(self, *, behavior_name: str, log_dir: Path | None, summary_freq: int) -> None:
         self.behavior_name = behavior_name
@@ -62,6 +90,8 @@ class StatsReporter:
         self.latest: dict[str, float] = {}
         #: called with each ``trainers.callbacks.Summary`` as it is written
         self.listeners: list[Callable[[Summary], None]] = []
+        #: where the console lines go, when the run collects them (see the module docstring)
+        self.console: SummaryConsole | None = None
 
     def add(self, key: str, values: float | np.ndarray) -> None:
         """Record one value or an array of values for ``key``."""
@@ -125,7 +155,8 @@ class StatsReporter:
                     writer.add_histogram(key, np.asarray(self._values[key]), step)
             writer.flush()
         rewards = self._values.get(CUMULATIVE_REWARD, [])
-        parts = [f"{self.behavior_name}. Step: {step}. Time Elapsed: {now - self._start:0.1f} s."]
+        started = self._start if self.console is None else self.console.started
+        parts = [f"{self.behavior_name}. Step: {step}. Time Elapsed: {now - started:0.1f} s."]
         if rewards:
             parts.append(
                 f"Mean Reward: {np.mean(rewards):0.3f}. Std of Reward: {np.std(rewards):0.3f}."
@@ -138,10 +169,13 @@ class StatsReporter:
             parts.append(f"ELO: {means[ELO]:0.1f}.")
         parts.append(f"{steps_per_second:0.0f} steps/s.")
         parts.append("Training." if self.training else "Not Training.")
-        logger.info(" ".join(parts))
+        if self.console is None:
+            logger.info(" ".join(parts))
+        else:
+            self.console.add(step, " ".join(parts))
         self.latest = means
         summary = Summary(behavior_name=self.behavior_name, step=step,
-                          elapsed_s=now - self._start, values=dict(means))  # fmt: skip
+                          elapsed_s=now - started, values=dict(means))  # fmt: skip
         for listener in self.listeners:
             listener(summary)
         self._values.clear()

@@ -42,7 +42,7 @@ from trainers.policy_file import initialize_policy
 from trainers.run_layout import RunLayout
 from trainers.run_logs import PhaseTimers, TrainingStatus
 from trainers.settings import TrainerSettings
-from trainers.stats import Aggregation
+from trainers.stats import Aggregation, SummaryConsole
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +87,8 @@ class TrainingLoop:
         self.checkpointer = RunCheckpointer(layout)
         self.timers = PhaseTimers()
         self.status = TrainingStatus(layout)
+        #: every trainer's summary lines, logged together after each round (in step order)
+        self.summaries = SummaryConsole()
         self.interrupted = False
         self._settings: dict[str, TrainerSettings] = {}
         self._next_checkpoint: dict[str, int] = {}
@@ -135,6 +137,7 @@ class TrainingLoop:
     def _trainer_for(self, name: str, spec: BehaviorSpec) -> Trainer:
         if name not in self.trainers:
             trainer = self.make_trainer(name, self._settings[name], spec)
+            trainer.stats.console = self.summaries
             trainer.stats.listeners.append(
                 lambda summary: self.callbacks.emit("on_summary", summary)
             )
@@ -282,6 +285,7 @@ class TrainingLoop:
             self.connect_behaviors()
         for trainer in self.trainers.values():
             trainer.advance()
+        self.summaries.flush()
         steps = self.between_steps(steps)
         self._apply_published_policies()
         timers.add("trainer_advance", time.perf_counter() - stepped)
@@ -353,6 +357,7 @@ class TrainingLoop:
 
     def finish(self) -> None:
         """Write a last checkpoint and each behavior's final policy ``<run>/<Behavior>.pt``."""
+        self.summaries.flush()
         try:
             if self.training and self.trainers:
                 self.checkpoint()

@@ -55,6 +55,29 @@ class UnknownPresetError(ValueError):
     """``self_play.preset`` names no preset."""
 
 
+def preset_values(name: str, trainer_type: str) -> dict[str, Any]:
+    """The keys preset ``name`` sets for a behavior of ``trainer_type``, dotted
+    (``hyperparameters.magnet_strength``), with the preset's values; ``{}`` for an unknown
+    preset. What the run says at start (``ghost.config.effects``)."""
+    preset = PRESETS.get(name)
+    if preset is None:
+        return {}
+    values = _dotted(preset.self_play, "self_play")
+    if trainer_type in _MAGNET_TRAINERS:
+        values.update(_dotted(preset.hyperparameters, "hyperparameters"))
+    return values
+
+
+def _dotted(section: Mapping[str, Any], path: str) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for key, value in section.items():
+        if isinstance(value, Mapping):
+            values.update(_dotted(value, f"{path}.{key}"))
+        else:
+            values[f"{path}.{key}"] = value
+    return values
+
+
 def _fill(target: dict[str, Any], preset: Mapping[str, Any], path: str, notes: list[str]) -> None:
     """Add ``preset``'s keys missing from ``target``; note written keys that differ."""
     for key, value in preset.items():

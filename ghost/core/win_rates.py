@@ -10,12 +10,20 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections import defaultdict, deque
 from typing import Any
 
 from ghost.core.ratings import DRAW, WIN
 
 WIN_RATE_STAT = "Self-play/Win Rate"
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple[str | int, ...]:
+    """Sorts names as a person reads them: ``snapshot-2`` before ``snapshot-10``."""
+    # split() puts text at even positions and digits at odd ones: never a str against an int
+    return tuple(int(part) if i % 2 else part for i, part in enumerate(_DIGITS.split(name)))
 
 
 def result_stat_keys(opponent: Any) -> list[str]:
@@ -51,7 +59,8 @@ class WinRates:
 
     @property
     def opponents(self) -> list[str]:
-        return sorted({key for _, key in self._payoff})
+        """Every opponent key of the payoff table, in natural order (``natural_key``)."""
+        return sorted({key for _, key in self._payoff}, key=natural_key)
 
     def payoff_csv(self) -> str:
         """``learner,opponent,...`` table of ``wins/draws/losses (win rate)`` cells, as CSV text."""

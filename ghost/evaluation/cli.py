@@ -58,6 +58,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for add_command in COMMANDS.values():
         add_command(commands)
+    for command in commands.choices.values():
+        add_quiet_option(command)
+    return parser
+
+
+def add_quiet_option(parser: argparse.ArgumentParser) -> None:
+    """``--quiet``: no progress lines on stderr (the results and errors still print)."""
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress lines on stderr during long work"
+    )
+
+
+def _legacy_parser() -> argparse.ArgumentParser:
+    parser = cli_legacy.build_parser()
+    add_quiet_option(parser)
     return parser
 
 
@@ -90,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``ghost-eval``; returns the process exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     flag_form = is_flag_form(argv)
-    args = cli_legacy.build_parser().parse_args(argv) if flag_form else _parse(argv)
+    args = _legacy_parser().parse_args(argv) if flag_form else _parse(argv)
     setup_logging(args.debug, level=logging.WARNING)
 
     def body() -> int:

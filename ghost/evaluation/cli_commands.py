@@ -6,7 +6,7 @@ A handler takes the parsed arguments and the call's ``Output``, and adds what it
 from __future__ import annotations
 
 import argparse
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from ghost.evaluation.cli_common import (
     resolve_policy,
 )
 from ghost.evaluation.cli_format import format_result, format_snapshots
+from ghost.evaluation.progress import ProgressLine
 from ghost.exceptions import ConfigError
 
 
@@ -45,7 +46,8 @@ def add_match(commands: Any) -> None:
   ghost-eval match results/tennis --against snapshots       final policy vs each of its snapshots
   ghost-eval match results/svg --side Goalie --against strong   one side of an asymmetric game
   ghost-eval match results/tennis --against strong --record tennis.gif   and a GIF replay
-  ghost-eval match results/c4 --against one_ply             OpenSpiel/PettingZoo: every seat""",
+  ghost-eval match results/c4 --against one_ply             OpenSpiel/PettingZoo: every seat
+  ghost-eval match results/pong --against results/pong2     Unity build/module:callable run""",
     )
     parser.add_argument("policy", metavar="POLICY", help="policy file or run folder")
     add_against_option(parser, snapshots=True)
@@ -59,9 +61,12 @@ def add_match(commands: Any) -> None:
 
 def match(args: argparse.Namespace, out: Output) -> None:
     """``ghost-eval match``: POLICY against a level, a policy, or each snapshot of its run."""
+    from ghost.evaluation import cli_env
     from ghost.play import head_to_head
 
     policy, run_root = resolve_policy(args.policy)
+    if cli_env.plays_env(args, run_root):  # a Unity build or module:callable run
+        return cli_env.match(args, run_root, out)
     if args.ray_address and args.against != SNAPSHOTS:
         raise ConfigError(
             "--ray-address plays many evaluations at once: it goes with --against snapshots, "
@@ -120,7 +125,8 @@ def _game(args: argparse.Namespace, run_root: Path | None) -> str:
     if game is None:
         raise ConfigError(
             f"cannot tell the game of {Path(args.policy)}; pass --game (one of "
-            f"{', '.join(sorted(matches.BUILTIN_GAMES))})"
+            f"{', '.join(sorted(matches.BUILTIN_GAMES))}) or --env (a Unity build or "
+            "module:callable)"
         )
     matches.check_game(game)
     return game
@@ -136,10 +142,11 @@ def _against_snapshots(
 
     if run_root is None:
         raise ConfigError(f"{args.policy} is not inside a run folder, which has the snapshots")
-    rows = evaluate_against_snapshots(
-        game=game, policy=policy, run_dir=run_root, side=args.side,
-        games=ray_games(args.ray_address), **play_options(args),
-    )  # fmt: skip
+    with progress_line(args, "snapshots", unit="snapshots") as progress:
+        rows = evaluate_against_snapshots(
+            game=game, policy=policy, run_dir=run_root, side=args.side,
+            games=ray_games(args.ray_address), progress=progress, **play_options(args),
+        )  # fmt: skip
     title = f"{game}: {rows[0].result.policy} vs each snapshot of {run_root}"
     out.data["game"] = game
     out.data["evaluations"] = [row.to_dict() for row in rows]
@@ -187,8 +194,8 @@ def add_snapshots(commands: Any) -> None:
     )
     parser.add_argument("policy", metavar="RUN", help="run folder")
     parser.add_argument(
-        "--against", metavar="OPPONENT", required=True,
-        help="scripted level, policy file or run folder",
+        "--against", metavar="OPPONENT",
+        help="scripted level, policy file or run folder (default: RUN's final policy)",
     )  # fmt: skip
     add_game_options(parser)
     add_play_options(parser)
@@ -200,10 +207,13 @@ def add_snapshots(commands: Any) -> None:
 
 def snapshots(args: argparse.Namespace, out: Output) -> None:
     """``ghost-eval snapshots``: each snapshot of RUN against OPPONENT."""
+    from ghost.evaluation import cli_env
     from ghost.evaluation.snapshots import evaluate_run
     from ghost.play import matches
 
     policy, run_root = resolve_policy(args.policy)
+    if cli_env.plays_env(args, run_root):  # a Unity build or module:callable run
+        return cli_env.snapshots(args, run_root, out)
     if args.against == SNAPSHOTS:
         raise ConfigError(
             "ghost-eval snapshots plays the run's snapshots; --against must be another player, "
@@ -218,17 +228,19 @@ def snapshots(args: argparse.Namespace, out: Output) -> None:
     game = _game(args, run_root)
     if run_root is None:
         raise ConfigError(f"{args.policy} is not inside a run folder, which has the snapshots")
+    against = args.against if args.against is not None else str(run_root)
     behavior = matches.policy_behavior(game, args.side)
-    rows = evaluate_run(
-        run_root, behavior, opponent=args.against, game=game,
-        games=ray_games(args.ray_address), **play_options(args),
-    )  # fmt: skip
+    with progress_line(args, "snapshots", unit="snapshots") as progress:
+        rows = evaluate_run(
+            run_root, behavior, opponent=against, game=game,
+            games=ray_games(args.ray_address), progress=progress, **play_options(args),
+        )  # fmt: skip
     title = f"{game}: each snapshot of {behavior} in {run_root} vs {rows[0].result.opponent}"
     out.data["game"] = game
     out.data["evaluations"] = [row.to_dict() for row in rows]
     out.text.append(format_snapshots(title, rows, snapshot_is_policy=True))
     if args.record:
-        _record(args, game, policy, args.against, out)
+        _record(args, game, policy, against, out)
 
 
 # -- league --------------------------------------------------------------------------------------
@@ -244,9 +256,14 @@ def add_league(commands: Any) -> None:
         examples="""\
   ghost-eval league results/tennis --include-levels medium,strong   ratings table + matrix
   ghost-eval league results/tennis --games-per-pair 100 --json      more games, JSON
-  ghost-eval league results/tennis --ray-address auto               the pairs on a Ray cluster""",
+  ghost-eval league results/tennis --ray-address auto               the pairs on a Ray cluster
+  ghost-eval league results/pong results/pong2    two runs on a Unity build or module:callable""",
     )
     parser.add_argument("policy", metavar="RUN", help="run folder")
+    parser.add_argument(
+        "others", metavar="RUN", nargs="*",
+        help="more run folders in the league (Unity builds and module:callable environments)",
+    )  # fmt: skip
     add_league_options(parser)
     add_game_options(parser, side=False)
     add_play_options(parser, episodes=None)
@@ -257,33 +274,38 @@ def add_league(commands: Any) -> None:
 
 def league(args: argparse.Namespace, out: Output) -> None:
     """``ghost-eval league``: a round robin of RUN's players, rated."""
+    from ghost.evaluation import cli_env
     from ghost.evaluation.league import format_league, play_league
 
     _, run_root = resolve_policy(args.policy)
-    table = play_league(
-        need_run(args, run_root),
-        games_per_pair=40 if args.games_per_pair is None else args.games_per_pair,
-        include_levels=[level.strip() for level in args.include_levels.split(",") if level.strip()],
-        seed=args.seed,
-        game=args.game,
-        num_arenas=args.num_arenas,
-        deterministic=args.deterministic,
-        progress=_league_progress(),
-        games=ray_games(args.ray_address),
-    )
+    with progress_line(args, "league", unit="pairs") as line:
+        if cli_env.plays_env(args, run_root):  # a Unity build or module:callable run
+            return cli_env.league(args, run_root, out, progress=_pair_progress(line))
+        table = play_league(
+            need_run(args, run_root),
+            games_per_pair=40 if args.games_per_pair is None else args.games_per_pair,
+            include_levels=[lv.strip() for lv in args.include_levels.split(",") if lv.strip()],
+            seed=args.seed,
+            game=args.game,
+            num_arenas=args.num_arenas,
+            deterministic=args.deterministic,
+            progress=_pair_progress(line),
+            games=ray_games(args.ray_address),
+        )
     out.data["league"] = table.to_dict()
     out.text.append(format_league(table))
 
 
-def _league_progress() -> Any:
-    """Progress of the league on stderr: one line rewritten in place on a terminal."""
-    tty = sys.stderr.isatty()
+def progress_line(args: argparse.Namespace, label: str, *, unit: str) -> ProgressLine:
+    """The progress of a command's long work on stderr; silent with ``--quiet``."""
+    return ProgressLine(label, unit=unit, quiet=getattr(args, "quiet", False))
+
+
+def _pair_progress(line: ProgressLine) -> Callable[[int, int, Any], None]:
+    """A league's ``progress`` callback: ``line``, naming the pair that just finished."""
 
     def progress(done: int, total: int, result: Any) -> None:
-        line = f"league: {done}/{total} pairs ({result.player} vs {result.opponent})"
-        if tty:
-            line = "\r" + line + "\033[K"
-        print(line, file=sys.stderr, end="\n" if not tty or done == total else "", flush=True)
+        line.update(done, total, f"{result.player} vs {result.opponent}")
 
     return progress
 

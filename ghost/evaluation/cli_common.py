@@ -26,7 +26,10 @@ POLICY is a policy file (final <Behavior>.pt, checkpoint or snapshot) or a run f
 (results/<run-id>: its final policy); RUN is a run folder. OPPONENT is a scripted level of the
 game (random, weak, medium, strong; rock_paper_scissors/biased_rps: random, equilibrium, rock,
 paper, scissors, rock_heavy; OpenSpiel/PettingZoo: random, one_ply), another policy file or run
-folder. Results are counted from POLICY's side; interrupted episodes are left out of the rates."""
+folder. Results are counted from POLICY's side; interrupted episodes are left out of the rates.
+Runs on a Unity build or a module:callable environment play in it again (the run's
+env_settings; --env if it moved): OPPONENT is a policy file or run folder, and POLICY plays each
+team in turn."""
 
 
 @attrs.define
@@ -93,14 +96,38 @@ def add_play_options(
 
 
 def add_game_options(parser: argparse.ArgumentParser, *, side: bool = True) -> None:
-    """``--game`` and, with ``side``, ``--side``."""
+    """``--game``, the environment options (``add_env_options``) and, with ``side``,
+    ``--side``."""
     parser.add_argument("--game", help="built-in game (default: the run's env_settings.env_path)")
+    add_env_options(parser)
     if side:
         parser.add_argument(
             "--side",
             metavar="BEHAVIOR",
-            help="the behavior POLICY plays, e.g. Goalie or Tennis?team=1 (default: team 0's)",
+            help="the behavior POLICY plays, e.g. Goalie or Tennis?team=1 (default: team 0's; "
+            "Unity builds and module:callable: each team in turn)",
         )
+
+
+def add_env_options(parser: argparse.ArgumentParser) -> None:
+    """``--env``, ``--base-port`` and ``--no-graphics``: where runs on a Unity build or a
+    ``module:callable`` environment play."""
+    parser.add_argument(
+        "--env",
+        metavar="ENV",
+        help="Unity build path or module:callable to play in (default: the run's "
+        "env_settings.env_path, e.g. when the build moved)",
+    )
+    parser.add_argument(
+        "--base-port",
+        type=int,
+        metavar="PORT",
+        help="port the Unity build listens on (default: the first free one from the run's "
+        "base_port + 100)",
+    )
+    parser.add_argument(
+        "--no-graphics", action="store_true", help="start the Unity build without graphics"
+    )
 
 
 def add_against_option(parser: argparse.ArgumentParser, *, snapshots: bool) -> None:

@@ -4,10 +4,10 @@ unexploitable, exactly (small OpenSpiel games) or by training a best response ag
 from __future__ import annotations
 
 import argparse
-import logging
 from pathlib import Path
 from typing import Any
 
+from ghost.evaluation.cli_commands import progress_line
 from ghost.evaluation.cli_common import (
     Output,
     add_output_options,
@@ -87,10 +87,10 @@ def exploit(args: argparse.Namespace, out: Output) -> None:
             f"on an OpenSpiel or PettingZoo game (--env openspiel:... / pettingzoo:...); "
             f"{args.policy} is neither"
         )
-    logging.getLogger().setLevel(logging.INFO)  # the exploiter's training progress
     if builtin:
         return _builtin_exploit(args, run_root, out)
-    folder = exploiter.train_exploiter(run_root, args.steps, seed=args.seed)
+    with progress_line(args, "exploiter", unit="steps") as progress:
+        folder = exploiter.train_exploiter(run_root, args.steps, seed=args.seed, progress=progress)
     result = exploiter.score_exploiter(run_root, folder, games=args.episodes, seed=args.seed)
     out.data["exploiter"] = {"run": str(folder), "steps": args.steps, **result.to_dict()}
     out.text.append(
@@ -105,10 +105,11 @@ def _builtin_exploit(args: argparse.Namespace, run_root: Path, out: Output) -> N
     """A run on a built-in game: one exploiter per side, one row per side."""
     from ghost.evaluation.builtin_exploiter import exploit_run, format_exploits
 
-    exploits = exploit_run(
-        run_root, args.steps, episodes=args.episodes, seed=args.seed,
-        num_arenas=args.num_arenas,
-    )  # fmt: skip
+    with progress_line(args, "exploiter", unit="steps") as progress:
+        exploits = exploit_run(
+            run_root, args.steps, episodes=args.episodes, seed=args.seed,
+            num_arenas=args.num_arenas, progress=progress,
+        )  # fmt: skip
     out.data["exploiter"] = {
         "run": str(exploits[0].exploiter_run),
         "steps": args.steps,

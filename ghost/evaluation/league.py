@@ -32,6 +32,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from ghost.core.win_rates import natural_key
 from ghost.evaluation.league_players import (
     LeaguePlayer,
     league_players,
@@ -45,6 +46,7 @@ from ghost.evaluation.league_ratings import (
     initial_openskill_rating,
     openskill_ratings,
 )
+from ghost.evaluation.progress import play_all
 from ghost.exceptions import ConfigError
 from ghost.play import matches
 from ghost.play.game_runner import GameRunner, InlineGames
@@ -192,7 +194,7 @@ def build_table(
                 openskill=skills.get(player.name, fresh),
             )
         )
-    rows.sort(key=lambda row: (-row.elo, row.player.name))
+    rows.sort(key=lambda row: (-row.elo, natural_key(row.player.name)))
     return LeagueTable(
         game=game,
         run_dir=run_dir,
@@ -305,31 +307,13 @@ def _play_pairs(
     deterministic: bool,
 ) -> list[PairResult]:
     """Every pair's ``play_pair`` result, in pair order, played on ``runner``."""
-    by_pair: dict[Any, PairResult] = {}
-
-    def collect(wait: bool) -> None:
-        for index, result in runner.finished(wait=wait):
-            by_pair[index] = result
-            if progress is not None:
-                progress(len(by_pair), len(pairs), result)
-
-    for index, (a, b) in enumerate(pairs):
-        runner.submit(
-            index,
-            play_pair,
-            a=a,
-            b=b,
-            game=game,
-            games=games_per_pair,
-            symmetric=symmetric,
-            seed=seed,
-            pair_index=index,
-            num_arenas=num_arenas,
-            deterministic=deterministic,
-        )
-        collect(wait=False)
-    collect(wait=True)
-    return [by_pair[index] for index in range(len(pairs))]
+    calls = [
+        {"a": a, "b": b, "game": game, "games": games_per_pair, "symmetric": symmetric,
+         "seed": seed, "pair_index": index, "num_arenas": num_arenas,
+         "deterministic": deterministic}
+        for index, (a, b) in enumerate(pairs)
+    ]  # fmt: skip
+    return play_all(runner, play_pair, calls, progress=progress)
 
 
 def play_league(

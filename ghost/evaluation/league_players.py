@@ -1,4 +1,9 @@
-"""The players of a run's league: its snapshots, final policies, fixed opponents and levels."""
+"""The players of a league: a run's snapshots, final policies, fixed opponents and levels.
+
+``league_players`` gathers them for one run on a built-in game; ``env_league_players`` for one or
+more runs on a Unity build or a ``module:callable`` environment, where there are no scripted
+levels (a fixed opponent that is one is left out, with a warning).
+"""
 
 from __future__ import annotations
 
@@ -59,11 +64,19 @@ def _fixed_entries(run_dir: Path, behavior: str) -> list[Any]:
     return list(self_play.fixed_opponents) if self_play is not None else []
 
 
-def _fixed_player(entry: Any, *, game: str, behavior: str) -> LeaguePlayer | None:
+def _fixed_player(entry: Any, *, game: str | None, behavior: str) -> LeaguePlayer | None:
     """The player of one ``fixed_opponents`` entry, or ``None`` (with a warning) when it cannot
-    play: a level of another game, a missing policy file."""
+    play: a level of another game (or of any game when ``game`` is ``None``: not a built-in
+    one), a missing policy file."""
     if entry.scripted is not None:
         named_game, _, level = entry.scripted.rpartition(":")
+        if game is None:
+            logger.warning(
+                "leaving out fixed opponent %r: scripted levels (%r) exist only for built-in games",
+                entry.name,
+                entry.scripted,
+            )
+            return None
         if (named_game and named_game != game) or level not in scripted_levels(game):
             logger.warning(
                 "leaving out fixed opponent %r: %r is not a scripted level of %s",
@@ -135,7 +148,7 @@ def _own_players(
 
 
 def _opponent_players(
-    run_dir: Path, behavior: str, *, game: str, include_levels: Sequence[str], named: _Namer
+    run_dir: Path, behavior: str, *, game: str | None, include_levels: Sequence[str], named: _Namer
 ) -> list[LeaguePlayer]:
     """``behavior``'s fixed opponents in the run, then the ``include_levels`` not among them."""
     players: list[LeaguePlayer] = []
@@ -173,30 +186,75 @@ def league_players(
     :raises ConfigError: an unknown level in ``include_levels``.
     """
     run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise RunDirectoryError(f"run folder {run_dir} does not exist; pass results/<run-id>")
+    _check_runs([run_dir])
     _check_levels(game, include_levels)
     behaviors = list(
         dict.fromkeys([matches.policy_behavior(game, None), matches.opponent_behavior(game, None)])
     )
+    players = _gather({"": run_dir}, behaviors, game=game, include_levels=include_levels)
+    return players, len(behaviors) == 1
+
+
+def env_league_players(
+    run_dirs: Sequence[str | Path], *, behaviors: Sequence[str]
+) -> list[LeaguePlayer]:
+    """The players of a league of runs on a Unity build or ``module:callable`` environment.
+
+    Per behavior name (``behaviors``, no team) and run: its snapshots, its final policy and the
+    fixed opponents that are policy files. With several runs names start with the run's folder
+    name (``run-a/snapshot-3``; the whole path where two folders share a name); in an
+    asymmetric environment (several behavior names) with the behavior (``Goalie/final``).
+
+    :raises RunDirectoryError: a run folder does not exist.
+    """
+    paths = [Path(run_dir) for run_dir in run_dirs]
+    _check_runs(paths)
+    if len(paths) == 1:
+        runs = {"": paths[0]}
+    else:
+        short = [path.name for path in paths]
+        runs = {(path.name if short.count(path.name) == 1 else str(path)): path for path in paths}
+    return _gather(runs, list(behaviors), game=None, include_levels=())
+
+
+def _check_runs(run_dirs: Sequence[Path]) -> None:
+    for run_dir in run_dirs:
+        if not run_dir.is_dir():
+            raise RunDirectoryError(f"run folder {run_dir} does not exist; pass results/<run-id>")
+
+
+def _gather(
+    runs: dict[str, Path],
+    behaviors: list[str],
+    *,
+    game: str | None,
+    include_levels: Sequence[str],
+) -> list[LeaguePlayer]:
+    """Every run's players of every behavior (see ``league_players``), uniquely named; a run's
+    names start with its key in ``runs`` unless that key is empty."""
     symmetric = len(behaviors) == 1
-    run = RunRecord(run_dir)
-    steps = run.checkpoint_steps()
     players: list[LeaguePlayer] = []
     taken: set[str] = set()
 
-    def named(name: str, behavior: str, kind: str) -> str:
-        label = name if symmetric else f"{behavior}/{name}"
-        if label in taken:
-            label = f"{label} ({kind})"
-        while label in taken:
-            label += "'"
-        taken.add(label)
-        return label
+    def namer(prefix: str) -> _Namer:
+        def named(name: str, behavior: str, kind: str) -> str:
+            label = name if symmetric else f"{behavior}/{name}"
+            label = f"{prefix}/{label}" if prefix else label
+            if label in taken:
+                label = f"{label} ({kind})"
+            while label in taken:
+                label += "'"
+            taken.add(label)
+            return label
+
+        return named
 
     for behavior in behaviors:
-        players += _own_players(run, behavior, steps=steps, named=named)
-        players += _opponent_players(
-            run_dir, behavior, game=game, include_levels=include_levels, named=named
-        )
-    return players, symmetric
+        for prefix, run_dir in runs.items():
+            run = RunRecord(run_dir)
+            named = namer(prefix)
+            players += _own_players(run, behavior, steps=run.checkpoint_steps(), named=named)
+            players += _opponent_players(
+                run_dir, behavior, game=game, include_levels=include_levels, named=named
+            )
+    return players

@@ -8,12 +8,13 @@ their steps and ratings come from ``ghost.play.run_record.RunRecord``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from envs.behavior_id import BehaviorId
 from envs.games import BUILTIN_GAMES
+from ghost.evaluation.progress import play_all
 from ghost.evaluation.run_evaluation import RunEvaluation, SnapshotEvaluation
 from ghost.exceptions import ConfigError
 from ghost.play.game_runner import GameRunner, InlineGames
@@ -21,18 +22,27 @@ from ghost.play.head_to_head import evaluate
 from ghost.play.matches import opponent_behavior
 from ghost.play.run_record import RunRecord, SnapshotInfo
 
+#: told ``(done, total)`` as evaluations finish
+Progress = Callable[[int, int], None]
+
 
 def _game_of(run_dir: Path, game: str | None) -> str:
     if game is not None:
         return game
-    inferred = RunRecord(run_dir).builtin_game
-    if inferred is None:
+    run = RunRecord(run_dir)
+    if run.base_env_path is not None:
+        raise ConfigError(
+            f"run {run_dir} trained on {run.base_env_path}, not a built-in game: play its "
+            "snapshots with ghost-eval snapshots RUN, or in Python with "
+            "ghost.evaluation.env_evaluation.evaluate_snapshots"
+        )
+    if run.builtin_game is None:
         raise ConfigError(
             f"cannot tell the game of run {run_dir} from its configuration.yaml "
             f"(env_settings.env_path is not a built-in game); pass game= / --game, one of "
             f"{', '.join(sorted(BUILTIN_GAMES))}"
         )
-    return inferred
+    return run.builtin_game
 
 
 def _evaluate_snapshots(
@@ -48,6 +58,7 @@ def _evaluate_snapshots(
     num_arenas: int | None,
     deterministic: bool,
     games: GameRunner | None,
+    progress: Progress | None,
 ) -> RunEvaluation:
     """One ``evaluate`` per snapshot of ``run_dir``, in the order given, each against ``other``.
 
@@ -56,26 +67,20 @@ def _evaluate_snapshots(
     :param side: the behavior the evaluated policy plays (see ``evaluate``).
     :param games: where the evaluations are played (``RayGames``: all at once, as Ray tasks);
         default one after the other in this process.
+    :param progress: called with ``(snapshots done, snapshots in all)`` as each one finishes.
     """
-    runner = games if games is not None else InlineGames()
-    for index, snapshot in enumerate(snapshots):
-        if snapshots_play == "policy":
-            policy, opponent = snapshot.path, other
-        else:
-            policy, opponent = other, snapshot.path
-        runner.submit(
-            index,
-            evaluate,
-            game=game,
-            policy=policy,
-            opponent=opponent,
-            episodes=episodes,
-            seed=seed,
-            num_arenas=num_arenas,
-            deterministic=deterministic,
-            side=side,
-        )
-    results = dict(runner.finished(wait=True))
+    shared = {"game": game, "episodes": episodes, "seed": seed, "num_arenas": num_arenas,
+              "deterministic": deterministic, "side": side}  # fmt: skip
+    calls = [
+        {**shared, "policy": snapshot.path, "opponent": other}
+        if snapshots_play == "policy"
+        else {**shared, "policy": other, "opponent": snapshot.path}
+        for snapshot in snapshots
+    ]
+    results = play_all(
+        games if games is not None else InlineGames(), evaluate, calls,
+        progress=None if progress is None else lambda done, total, _: progress(done, total),
+    )  # fmt: skip
     rows = tuple(
         SnapshotEvaluation(snapshot.snapshot_id, snapshot.step, snapshot.rating, results[index])
         for index, snapshot in enumerate(snapshots)
@@ -102,6 +107,7 @@ def evaluate_run(
     num_arenas: int | None = None,
     deterministic: bool = False,
     games: GameRunner | None = None,
+    progress: Progress | None = None,
 ) -> RunEvaluation:
     """Evaluate every snapshot of ``behavior`` in a run against one ``opponent``, oldest first.
 
@@ -109,6 +115,7 @@ def evaluate_run(
     latest checkpoint (``None`` when it has none). The snapshots play ``behavior``'s side.
 
     :param game: the built-in game; default the run's ``env_settings.env_path``.
+    :param progress: called with ``(snapshots done, snapshots in all)`` as each one finishes.
     """
     run_dir = Path(run_dir)
     game = _game_of(run_dir, game)
@@ -124,6 +131,7 @@ def evaluate_run(
         num_arenas=num_arenas,
         deterministic=deterministic,
         games=games,
+        progress=progress,
     )
 
 
@@ -138,11 +146,13 @@ def evaluate_against_snapshots(
     num_arenas: int | None = None,
     deterministic: bool = False,
     games: GameRunner | None = None,
+    progress: Progress | None = None,
 ) -> RunEvaluation:
     """Evaluate ``policy`` against every snapshot of a run, oldest first.
 
     The opponents are the snapshots of the behavior on the other side (the same behavior in a
     symmetric game, e.g. the final policy against its own past; ``Goalie`` for ``Striker``).
+    ``progress`` is called with ``(snapshots done, snapshots in all)`` as each one finishes.
     """
     run_dir = Path(run_dir)
     return _evaluate_snapshots(
@@ -157,4 +167,5 @@ def evaluate_against_snapshots(
         num_arenas=num_arenas,
         deterministic=deterministic,
         games=games,
+        progress=progress,
     )

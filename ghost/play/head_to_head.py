@@ -7,13 +7,16 @@ and left out of wins, draws and losses.
 
 Each arena plays a fixed share of the episodes, so short episodes (quick losses, say) are not
 over-represented the way stopping at the first ``episodes`` ended ones would make them.
+
+The counting (``count_results``, ``result_from_counts``) takes any ``Playable``: a built-in game's
+``Match`` here, a match on any ``BaseEnv`` in ``ghost.play.base_env_matches``.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import numpy as np
@@ -218,7 +221,7 @@ def evaluate(
         )  # fmt: skip
     )
     try:
-        counts = _play(match, episodes=episodes, seed=seed)
+        counts = count_results(match, episodes=episodes, seed=seed)
         result = _evaluation_result(
             match, counts, game=game, seed=seed, deterministic=deterministic
         )
@@ -236,21 +239,53 @@ def _evaluation_result(
     theirs = [s for s in match.seats if s.behavior_name not in match.side]
     exploitability, probabilities = _exploitability(match, mine)
     opponent_exploitability, opponent_probabilities = _exploitability(match, theirs)
-    return EvaluationResult(
+    return result_from_counts(
+        counts,
         game=game,
         policy=match.policy_label,
         opponent=match.opponent_label,
         side=match.side,
-        wins=counts[1],
-        draws=counts[0],
-        losses=counts[-1],
-        interrupted=counts["interrupted"],
         seed=seed,
         deterministic=deterministic,
         exploitability=exploitability,
         opponent_exploitability=opponent_exploitability,
         policy_probabilities=probabilities,
         opponent_probabilities=opponent_probabilities,
+    )
+
+
+def new_counts() -> dict[Any, int]:
+    """Empty result counts: ``{1: wins, 0: draws, -1: losses, "interrupted": ...}``."""
+    return {1: 0, 0: 0, -1: 0, "interrupted": 0}
+
+
+def result_from_counts(
+    counts: dict[Any, int],
+    *,
+    game: str,
+    policy: str,
+    opponent: str,
+    side: tuple[str, ...],
+    seed: int,
+    deterministic: bool,
+    **extra: Any,
+) -> EvaluationResult:
+    """The ``EvaluationResult`` of ``counts`` (as ``count_results`` returns them).
+
+    :param extra: more ``EvaluationResult`` fields (a matrix game's exploitabilities).
+    """
+    return EvaluationResult(
+        game=game,
+        policy=policy,
+        opponent=opponent,
+        side=side,
+        wins=counts[1],
+        draws=counts[0],
+        losses=counts[-1],
+        interrupted=counts["interrupted"],
+        seed=seed,
+        deterministic=deterministic,
+        **extra,
     )
 
 
@@ -267,15 +302,43 @@ def _log_result(result: EvaluationResult) -> None:
     )
 
 
-def _play(match: Match, *, episodes: int, seed: int) -> dict[Any, int]:
-    """Run ``match`` until every arena has played its share of ``episodes``; count results."""
-    n = match.env.num_arenas
+class Playable(Protocol):
+    """What ``count_results`` plays: a game with its players seated, stepped until enough
+    matches ended."""
+
+    @property
+    def game(self) -> str:
+        """The game's name, for messages."""
+
+    @property
+    def num_arenas(self) -> int:
+        """Arenas whose results ``ended`` reports (each plays an equal share of the episodes)."""
+
+    @property
+    def max_episode_steps(self) -> int:
+        """Steps within which an episode ends, at the latest (a bound against a broken game)."""
+
+    def step(self) -> None:
+        """Every player acts, then the game advances one step."""
+
+    def ended(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Matches that ended in the last step: ``(arenas, result sign, interrupted)``."""
+
+
+def count_results(match: Playable, *, episodes: int, seed: int) -> dict[Any, int]:
+    """Run ``match`` until every arena has played its share of ``episodes``; count results
+    (``new_counts``' keys, from the evaluated policy's side).
+
+    :param seed: seeds torch's sampling (its global generator is restored afterwards); a
+        negative seed leaves it unseeded.
+    """
+    n = match.num_arenas
     quota = np.full(n, episodes // n)
     quota[: episodes % n] += 1
     played = np.zeros(n, dtype=np.int64)
-    counts: dict[Any, int] = {1: 0, 0: 0, -1: 0, "interrupted": 0}
+    counts = new_counts()
     # every episode ends by max_episode_steps at the latest; the bound only guards a broken game
-    step_limit = (int(quota.max()) + 1) * match.env.max_episode_steps + 1
+    step_limit = (int(quota.max()) + 1) * match.max_episode_steps + 1
     with torch.random.fork_rng(devices=[]):
         if seed >= 0:
             torch.manual_seed(seed)
@@ -289,5 +352,9 @@ def _play(match: Match, *, episodes: int, seed: int) -> dict[Any, int]:
                 played[arena] += 1
                 counts["interrupted" if cut else int(result)] += 1
     if (played < quota).any():
-        raise RuntimeError(f"{match.game}: episodes did not end within {step_limit} steps")
+        raise RuntimeError(
+            f"{match.game}: {episodes} episodes did not end within {step_limit} steps "
+            f"({match.max_episode_steps} per episode at most); check that the game ends its "
+            "episodes"
+        )
     return counts

@@ -75,7 +75,8 @@ def split_sides(
     return [r for r in roles if r.team == team], [r for r in roles if r.team != team]
 
 
-def _describe_spec(spec: Any) -> str:
+def describe_spec(spec: Any) -> str:
+    """A behavior spec in words: its observation shapes and actions."""
     shapes = ", ".join(str(tuple(o.shape)) for o in spec.observation_specs)
     action = spec.action_spec
     parts = [f"{action.continuous_size} continuous"] if action.continuous_size else []
@@ -84,23 +85,28 @@ def _describe_spec(spec: Any) -> str:
     return f"observations {shapes}, actions {' + '.join(parts) or 'none'}"
 
 
-def _checked(policy: Any, role: Role, *, game: str, source: Path) -> Any:
-    """``policy`` if its behavior spec fits ``role``; a clear error otherwise."""
+def spec_fits(policy: Any, wanted: Any) -> bool:
+    """Whether ``policy`` (its ``behavior_spec``; one without any fits all) observes and acts as
+    the behavior spec ``wanted`` does."""
     spec = getattr(policy, "behavior_spec", None)
     if spec is None:
-        return policy
-    wanted = role.behavior_spec
-    fits = [tuple(o.shape) for o in spec.observation_specs] == [
+        return True
+    return [tuple(o.shape) for o in spec.observation_specs] == [
         tuple(o.shape) for o in wanted.observation_specs
     ] and (spec.action_spec.continuous_size, tuple(spec.action_spec.discrete_branches)) == (
         wanted.action_spec.continuous_size,
         tuple(wanted.action_spec.discrete_branches),
     )
-    if not fits:
+
+
+def _checked(policy: Any, role: Role, *, game: str, source: Path) -> Any:
+    """``policy`` if its behavior spec fits ``role``; a clear error otherwise."""
+    if not spec_fits(policy, role.behavior_spec):
         raise CheckpointError(
             f"{source} does not fit {role.behavior_name} of {game}: the policy has "
-            f"{_describe_spec(spec)}, the behavior needs {_describe_spec(wanted)}; pass a policy "
-            "trained on this game and behavior (or choose the side with --side)"
+            f"{describe_spec(policy.behavior_spec)}, the behavior needs "
+            f"{describe_spec(role.behavior_spec)}; pass a policy trained on this game and "
+            "behavior (or choose the side with --side)"
         )
     return policy
 
@@ -196,6 +202,16 @@ class Match:
     def scorer_behavior(self) -> str:
         """The behavior name of the agent in ``scorer_slot``."""
         return self.side[0]
+
+    @property
+    def num_arenas(self) -> int:
+        """Matches played at once."""
+        return self.env.num_arenas
+
+    @property
+    def max_episode_steps(self) -> int:
+        """The game's step limit: every match ends within it."""
+        return self.env.max_episode_steps
 
     def step(self) -> None:
         """Every seat acts on its decision steps, then the game advances one step."""

@@ -108,6 +108,14 @@ class RunRecord:
         env_path = self.env_path or ""
         return env_path if env_path.partition(":")[0] in ECOSYSTEM_PREFIXES else None
 
+    @property
+    def base_env_path(self) -> str | None:
+        """``env_path`` when the run trained on a Unity build or a ``module:callable``
+        environment (neither a built-in game nor an OpenSpiel/PettingZoo one), else ``None``."""
+        if self.env_path is None or self.builtin_game or self.seated_env_path:
+            return None
+        return self.env_path
+
     def env_source(self) -> Any:
         """The environment factory of ``env_path`` (``envs.sources.resolve_env``)."""
         if self.env_path is None:

@@ -28,6 +28,7 @@ from envs.settings import EnvironmentSettings
 from envs.sources import EnvFunction, EnvInstance
 from envs.stepping import EnvStepper, InProcessStepper
 from envs.unity_build import UnityBuild
+from ghost.command_line import console_logging
 from ghost.config.environment import env_factory_for
 from ghost.config.loader import MAX_STEPS_KEY, ConfigSource, resolve_options
 from ghost.config.settings import RunOptions
@@ -259,6 +260,7 @@ def train(
     inference: bool = False,
     overrides: Mapping[str, Any] | None = None,
     callbacks: Iterable[TrainingCallback] = (),
+    verbose: int = 1,
 ) -> TrainingResult:
     """Train the behaviors of an environment with self-play; write a results folder like the CLI.
 
@@ -280,6 +282,9 @@ def train(
         overrides: any other keys, ``{"env_settings.num_areas": 4, "debug": True}``.
         callbacks: ``SelfPlayCallback``/``TrainingCallback`` objects; one returning False from
             an event stops the run after a checkpoint.
+        verbose: 1 prints the run's log (summary lines...) on stderr, 2 with debug lines, 0
+            nothing; only while the application has not set up logging itself
+            (``ghost.command_line.console_logging``).
 
     Returns:
         The final policies, ratings, steps and wall time (``TrainingResult``).
@@ -287,6 +292,7 @@ def train(
     Raises:
         GhostError: a bad config, environment or run folder (the message says what to fix).
     """
+    console_logging(verbose)
     keywords = {
         "checkpoint_settings.run_id": run_id,
         "checkpoint_settings.results_dir": None if results_dir is None else os.fspath(results_dir),

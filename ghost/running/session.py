@@ -28,6 +28,7 @@ from envs.games import BUILTIN_GAMES
 from envs.openspiel import OpenSpielSource
 from envs.stepping import EnvStepper, StepResult
 from ghost.config.behavior_matching import match_behaviors
+from ghost.config.effects import log_effects
 from ghost.config.settings import BehaviorSettings, RunOptions
 from ghost.core.controller import GhostController
 from ghost.core.self_play import SelfPlayState
@@ -116,6 +117,10 @@ class SelfPlaySession(TrainingLoop):
         initial = dict(self.lessons.curriculum.lessons)
         self.stepper.set_environment_parameters(self.lessons.values())
         steps = super().start(resume=resume)
+        log_effects(
+            {name: trainer.settings for name, trainer in self.trainers.items()},
+            self.stepper.behavior_specs, training=self.training,
+        )  # fmt: skip
         self.lessons.warn_unknown_behaviors(self.trainers)
         if self.lessons.curriculum.lessons != initial:  # a resumed run continues its lessons
             self.stepper.set_environment_parameters(self.lessons.values())
