@@ -354,6 +354,22 @@ def test_overrides_are_checked_and_labelled():
         apply_overrides(options, {"env_settings.nope": 1})
 
 
+def test_overrides_reach_into_a_behavior_with_the_yaml_checks():
+    options = options_from_dict({"behaviors": {"Tennis": {"max_steps": 100}}})
+    changed = apply_overrides(
+        options,
+        {"behaviors.Tennis.self_play.window": 4, "behaviors.Tennis.max_steps": 50, "debug": True},
+    )
+    tennis = changed.behaviors["Tennis"]
+    assert tennis.self_play.window == 4 and tennis.max_steps == 50 and changed.debug
+    with pytest.raises(ConfigError) as caught:
+        apply_overrides(options, {"behaviors.Tennis.self_play.windw": 4})
+    assert str(caught.value).startswith("behaviors.Tennis.self_play.windw = 4: unknown key; ")
+    assert "window" in str(caught.value)
+    with pytest.raises(ConfigError, match=r"behaviors.Tennis.self_play.window = -1: must be > 0"):
+        apply_overrides(options, {"behaviors.Tennis.self_play.window": -1})
+
+
 def test_deterministic_actions_everywhere():
     options = with_deterministic_actions(
         options_from_dict({"default_settings": {}, "behaviors": {"A": {}, "B": {}}})

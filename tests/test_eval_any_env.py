@@ -18,6 +18,7 @@ import yaml
 from mlagents_envs.base_env import ActionTuple
 
 import ghost
+from ghost.evaluation import cli_env
 from ghost.evaluation.cli import main
 from ghost.exceptions import ConfigError
 from ghost.play.base_env_matches import EnvGames
@@ -92,7 +93,8 @@ def duel_runs(tmp_path_factory) -> tuple[Path, Path]:
     return _train(results, "a", env, "Arena"), _train(results, "b", env, "Arena")
 
 
-def test_match_plays_a_callable_run_against_another_run(duel_runs, capsys):
+def test_match_plays_a_callable_run_against_another_run(duel_runs, capsys, monkeypatch):
+    monkeypatch.setattr(cli_env, "MATCH_QUIET_FOR_S", 0.0)  # show the progress of any match
     run, other = duel_runs
     code, out, err = ghost_eval(capsys, "match", run, "--against", other, "--episodes", "12",
                                 "--json")  # fmt: skip
@@ -101,6 +103,7 @@ def test_match_plays_a_callable_run_against_another_run(duel_runs, capsys):
     assert data["game"] == "tests.eval_envs:make_arena_duel" and data["episodes"] == 12
     assert data["side"] == ["Arena?team=0", "Arena?team=1"]
     assert data["wins"] + data["draws"] + data["losses"] + data["interrupted"] == 12
+    assert "match: 12/12 episodes (100%)" in err  # both teams' shares on one progress line
     code, out, err = ghost_eval(capsys, "match", run, "--against", "snapshots", "--episodes", "4",
                                 "--json")  # fmt: skip
     assert code == 0, err

@@ -26,6 +26,7 @@ from ghost import command_line
 from ghost.config.effects import ineffective_settings, log_effects, preset_line
 from ghost.config.loader import options_from_dict
 from ghost.core.win_rates import WinRates, natural_key
+from ghost.evaluation import cli_commands
 from ghost.evaluation.cli import main as ghost_eval
 from ghost.evaluation.league import build_table
 from ghost.evaluation.league_players import LeaguePlayer
@@ -151,6 +152,33 @@ def test_league_and_snapshots_show_progress_off_a_terminal_and_quiet_silences_it
     assert "snapshots: 2/2 snapshots (100%)" in capsys.readouterr().err
     assert ghost_eval([*snapshots, "--quiet"]) == 0
     assert "snapshots:" not in capsys.readouterr().err
+
+
+def test_nothing_is_written_before_quiet_for_s_and_then_every_line_is():
+    stream, clock = io.StringIO(), Clock()
+    line = ProgressLine("match", unit="episodes", stream=stream, quiet_for_s=2.0, clock=clock)
+    clock.now = 1.0
+    line(50, 100)
+    assert stream.getvalue() == ""  # a match that ends here leaves nothing
+    clock.now = 2.5
+    line(60, 100)
+    line(100, 100)
+    assert [row.split(",")[0] for row in stream.getvalue().splitlines()] == [
+        "match: 60/100 episodes (60%)",
+        "match: 100/100 episodes (100%)",
+    ]
+
+
+def test_a_long_match_shows_its_episodes(untrained_run, capsys, monkeypatch):
+    monkeypatch.setattr(cli_commands, "MATCH_QUIET_FOR_S", 0.0)  # every match counts as long
+    match = ["match", str(untrained_run), "--against", "weak", "--episodes", "40"]
+    assert ghost_eval(match) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("match: ")]
+    assert lines and lines[-1].startswith("match: 40/40 episodes (100%), in ")
+    done = [int(line.split()[1].split("/")[0]) for line in lines]
+    assert done == sorted(done)
+    assert ghost_eval([*match, "--quiet"]) == 0
+    assert "match:" not in capsys.readouterr().err
 
 
 def test_the_old_flag_form_takes_quiet_too(untrained_run, capsys):

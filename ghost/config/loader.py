@@ -133,8 +133,13 @@ def apply_overrides(
         labels: how to name a key in errors (``{"env_settings.seed": "--seed"}``).
     """
     labels = labels or {}
+    nested = {key: value for key, value in overrides.items() if _is_nested_key(options, key)}
+    if nested:
+        options = _apply_nested_overrides(options, nested)
     changes: dict[str, dict[str, Any]] = {}  # section ("" = top level) -> {field: new value}
     for key, value in overrides.items():
+        if key in nested:
+            continue
         section, _, name = key.rpartition(".")
         holder: Any = getattr(options, section) if section else options
         field = fields_of(holder.__class__).get(name)
@@ -150,6 +155,31 @@ def apply_overrides(
     for section, change in changes.items():
         top[section] = attrs.evolve(top.get(section, getattr(options, section)), **change)
     return attrs.evolve(options, **top)
+
+
+#: sections keyed by behavior name (``behaviors.Tennis.self_play.window``)
+NESTED_SECTIONS = ("behaviors", "default_settings", "environment_parameters")
+
+
+def _is_nested_key(options: RunOptions, key: str) -> bool:
+    """A key deeper than ``section.key``, or inside a section keyed by name."""
+    parts = key.split(".")
+    return len(parts) > 2 or (len(parts) == 2 and parts[0] in NESTED_SECTIONS)
+
+
+def _apply_nested_overrides(options: RunOptions, nested: Mapping[str, Any]) -> RunOptions:
+    """Sets each dotted key in the plain-data form and reads it back with every YAML check, so
+    an unknown key or a bad value is the same error a config file would give."""
+    raw = options_to_dict(options)
+    for key, value in nested.items():
+        *path, name = key.split(".")
+        holder = raw
+        for part in path:
+            if not isinstance(holder.get(part), dict):
+                holder[part] = {}  # an absent section (self_play: None) is started empty
+            holder = holder[part]
+        holder[name] = value
+    return options_from_dict(raw)
 
 
 def with_deterministic_actions(options: RunOptions) -> RunOptions:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ghost.evaluation.cli_common import (
+    MATCH_QUIET_FOR_S,
     SNAPSHOTS,
     Output,
     add_against_option,
@@ -23,6 +24,7 @@ from ghost.evaluation.cli_common import (
     need_run,
     new_command,
     play_options,
+    progress_line,
     ray_games,
     resolve_policy,
 )
@@ -80,9 +82,11 @@ def match(args: argparse.Namespace, out: Output) -> None:
         replay_opponent = _against_snapshots(args, game, policy, run_root, out)
     else:
         replay_opponent = args.against
-        result = head_to_head.evaluate(
-            game=game, policy=policy, opponent=args.against, side=args.side, **play_options(args)
-        )
+        with progress_line(args, "match", unit="episodes", quiet_for_s=MATCH_QUIET_FOR_S) as line:
+            result = head_to_head.evaluate(
+                game=game, policy=policy, opponent=args.against, side=args.side,
+                progress=line, **play_options(args),
+            )  # fmt: skip
         out.data.update(result.to_dict())
         out.text.append(format_result(result))
     if args.record:
@@ -294,11 +298,6 @@ def league(args: argparse.Namespace, out: Output) -> None:
         )
     out.data["league"] = table.to_dict()
     out.text.append(format_league(table))
-
-
-def progress_line(args: argparse.Namespace, label: str, *, unit: str) -> ProgressLine:
-    """The progress of a command's long work on stderr; silent with ``--quiet``."""
-    return ProgressLine(label, unit=unit, quiet=getattr(args, "quiet", False))
 
 
 def _pair_progress(line: ProgressLine) -> Callable[[int, int, Any], None]:

@@ -11,11 +11,14 @@ import argparse
 import json
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from ghost.exceptions import CheckpointError, ConfigError
+
+if TYPE_CHECKING:
+    from ghost.evaluation.progress import ProgressLine
 
 PROG = "ghost-eval"
 SNAPSHOTS = "snapshots"
@@ -220,3 +223,18 @@ def ray_games(ray_address: str | None) -> Any:
     from ghost.play.game_runner import RayGames
 
     return RayGames(ray_address)
+
+
+def progress_line(
+    args: argparse.Namespace, label: str, *, unit: str, quiet_for_s: float = 0.0
+) -> ProgressLine:
+    """The progress of a command's long work on stderr; silent with ``--quiet``, and for
+    ``quiet_for_s`` seconds (work that may well be short)."""
+    from ghost.evaluation.progress import ProgressLine
+
+    quiet = getattr(args, "quiet", False)
+    return ProgressLine(label, unit=unit, quiet=quiet, quiet_for_s=quiet_for_s)
+
+
+#: a single match shows progress only once it has run this long (most end sooner)
+MATCH_QUIET_FOR_S = 2.0

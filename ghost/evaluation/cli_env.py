@@ -20,7 +20,14 @@ from typing import Any
 
 from envs.games import BUILTIN_GAMES
 from envs.sources import ECOSYSTEM_PREFIXES
-from ghost.evaluation.cli_common import SNAPSHOTS, Output, need_run, resolve_policy
+from ghost.evaluation.cli_common import (
+    MATCH_QUIET_FOR_S,
+    SNAPSHOTS,
+    Output,
+    need_run,
+    progress_line,
+    resolve_policy,
+)
 from ghost.exceptions import ConfigError
 from ghost.play.run_record import RunRecord
 
@@ -139,10 +146,13 @@ def match(args: argparse.Namespace, run_root: Path | None, out: Output) -> None:
     policy, _ = resolve_policy(args.policy)
     if args.against == SNAPSHOTS:
         return _against_snapshots(args, policy, need_run(args, run_root), out)
-    with _open(args, run_root) as games:
+    with (
+        _open(args, run_root) as games,
+        progress_line(args, "match", unit="episodes", quiet_for_s=MATCH_QUIET_FOR_S) as line,
+    ):
         result = games.head_to_head(
             policy=policy, opponent=args.against, episodes=args.episodes, seed=args.seed,
-            side=args.side, deterministic=args.deterministic,
+            side=args.side, deterministic=args.deterministic, progress=line,
         )  # fmt: skip
     out.data.update(result.to_dict())
     out.text.append(format_result(result))

@@ -7,12 +7,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ghost.evaluation.cli_commands import progress_line
 from ghost.evaluation.cli_common import (
     Output,
     add_output_options,
     add_play_options,
     new_command,
+    progress_line,
     resolve_policy,
 )
 from ghost.exceptions import ConfigError

@@ -37,6 +37,9 @@ class ProgressLine:
         stream: where the lines go (default: stderr).
         quiet: write nothing.
         interval_s: off a terminal, the longest time between two lines.
+        quiet_for_s: nothing is written before this many seconds have passed, so work that
+            turns out short (a quick match) leaves no lines; the final line comes only after
+            one was written.
         clock: monotonic seconds (a test passes its own).
     """
 
@@ -48,6 +51,7 @@ class ProgressLine:
         stream: TextIO | None = None,
         quiet: bool = False,
         interval_s: float = 10.0,
+        quiet_for_s: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.label = label
@@ -55,6 +59,7 @@ class ProgressLine:
         self.stream = stream if stream is not None else sys.stderr
         self.quiet = quiet
         self.interval_s = interval_s
+        self.quiet_for_s = quiet_for_s
         self._clock = clock
         self._started = clock()
         self._tty = _is_terminal(self.stream)
@@ -62,6 +67,7 @@ class ProgressLine:
         self._written_fraction = 0.0
         self._line_open = False
         self._last = (-1, -1)
+        self._anything_written = False
 
     def update(self, done: int, total: int, detail: str = "") -> None:
         """``done`` of ``total`` units are finished; ``detail`` names the last one, if wanted."""
@@ -69,6 +75,9 @@ class ProgressLine:
             return
         self._last = (done, total)
         now = self._clock()
+        if not self._anything_written and now - self._started < self.quiet_for_s:
+            return
+        self._anything_written = True
         line = self.format(done, total, now - self._started, detail)
         if self._tty:
             width = shutil.get_terminal_size().columns - 1

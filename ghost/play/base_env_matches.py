@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -291,6 +291,7 @@ class EnvGames:
         teams: Sequence[int] | None = None,
         deterministic: bool = False,
         opponent_deterministic: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ) -> EvaluationResult:
         """Play ``episodes`` episodes of ``policy`` against ``opponent`` and count them from the
         policy's side.
@@ -300,6 +301,7 @@ class EnvGames:
             team it can play, in turn.
         :param teams: the policy's teams, instead of ``side``.
         :param seed: seeds torch's sampling, each team's share its own stream.
+        :param progress: told ``(episodes played, episodes)`` as they end.
         :raises ConfigError: ``episodes`` < 1, an unknown side, or no team both can play.
         """
         if episodes < 1:
@@ -314,7 +316,14 @@ class EnvGames:
                 continue
             match = self._seat(mine, theirs, team=team, deterministic=deterministic,
                                opponent_deterministic=opponent_deterministic)  # fmt: skip
-            played = count_results(match, episodes=shares[index], seed=_sub_seed(seed, index))
+            done_before = sum(shares[:index])
+            share_progress = (
+                None if progress is None
+                else lambda done, _share, before=done_before: progress(before + done, episodes)
+            )  # fmt: skip
+            played = count_results(
+                match, episodes=shares[index], seed=_sub_seed(seed, index), progress=share_progress
+            )
             counts = {key: counts[key] + played[key] for key in counts}
         return result_from_counts(
             counts,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import attrs
@@ -187,6 +188,7 @@ def evaluate(
     deterministic: bool = False,
     opponent_deterministic: bool = False,
     side: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> EvaluationResult:
     """Play ``episodes`` matches of ``game`` between ``policy`` and ``opponent`` and count them.
 
@@ -202,6 +204,7 @@ def evaluate(
     :param opponent_deterministic: the same for the opponent (scripted levels drop their noise).
     :param side: the behavior the policy plays (``"Goalie"``, ``"Tennis?team=1"``); default
         team 0's behaviors.
+    :param progress: told ``(episodes played, episodes)`` as matches end.
     :raises EnvironmentSourceError, ConfigError, CheckpointError: an unknown game, level or side,
         or a missing or unfitting policy file (see ``ghost.play.matches.resolve_player``).
     """
@@ -221,7 +224,7 @@ def evaluate(
         )  # fmt: skip
     )
     try:
-        counts = count_results(match, episodes=episodes, seed=seed)
+        counts = count_results(match, episodes=episodes, seed=seed, progress=progress)
         result = _evaluation_result(
             match, counts, game=game, seed=seed, deterministic=deterministic
         )
@@ -325,12 +328,19 @@ class Playable(Protocol):
         """Matches that ended in the last step: ``(arenas, result sign, interrupted)``."""
 
 
-def count_results(match: Playable, *, episodes: int, seed: int) -> dict[Any, int]:
+def count_results(
+    match: Playable,
+    *,
+    episodes: int,
+    seed: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[Any, int]:
     """Run ``match`` until every arena has played its share of ``episodes``; count results
     (``new_counts``' keys, from the evaluated policy's side).
 
     :param seed: seeds torch's sampling (its global generator is restored afterwards); a
         negative seed leaves it unseeded.
+    :param progress: told ``(episodes counted, episodes)`` after each step that ended one.
     """
     n = match.num_arenas
     quota = np.full(n, episodes // n)
@@ -346,11 +356,14 @@ def count_results(match: Playable, *, episodes: int, seed: int) -> dict[Any, int
             if (played >= quota).all():
                 break
             match.step()
-            for arena, result, cut in zip(*match.ended(), strict=True):
+            arenas, results, interrupted = match.ended()
+            for arena, result, cut in zip(arenas, results, interrupted, strict=True):
                 if played[arena] >= quota[arena]:
                     continue
                 played[arena] += 1
                 counts["interrupted" if cut else int(result)] += 1
+            if progress is not None and len(arenas):
+                progress(int(played.sum()), episodes)
     if (played < quota).any():
         raise RuntimeError(
             f"{match.game}: {episodes} episodes did not end within {step_limit} steps "
