@@ -20,8 +20,12 @@ Player ``p`` is seat ``p``. ``seats="teams"`` (default) puts every player on one
 
 from __future__ import annotations
 
+import contextlib
 import difflib
-from collections.abc import Mapping, Sequence
+import os
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 
 import attrs
 import numpy as np
@@ -64,13 +68,38 @@ def load_game(game):
     if name not in names:
         raise UnsupportedGameError(_unknown_game_message(game, name, names))
     try:
-        return pyspiel.load_game(game)
+        with _spiel_errors_held_back():
+            return pyspiel.load_game(game)
     except pyspiel.SpielError as error:
         reason = (str(error).splitlines() or ["unknown error"])[0]
         raise UnsupportedGameError(
             f"cannot load OpenSpiel game {game!r} ({reason}). Give a game string such as "
             f"leduc_poker or goofspiel(num_cards=4); {LIST_GAMES}"
         ) from None
+
+
+@contextlib.contextmanager
+def _spiel_errors_held_back() -> Iterator[None]:
+    """OpenSpiel's C++ writes each error it raises to stderr as well (``OpenSpiel exception:
+    ...``); the raised error already carries it, so that line is dropped. Anything else written
+    meanwhile (by another thread, say) is passed on."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            kept = [
+                line
+                for line in captured.read().decode(errors="replace").splitlines(keepends=True)
+                if not line.startswith("OpenSpiel exception:")
+            ]
+            if kept:
+                sys.stderr.write("".join(kept))
 
 
 def _unknown_game_message(game: str, name: str, names: Sequence[str]) -> str:

@@ -133,6 +133,14 @@ def test_an_unknown_game_is_one_line_with_suggestions_and_no_listing(capfd, env,
     assert out == "" and err == ""  # OpenSpiel's C++ would print its 126-line list of games
 
 
+def test_a_bad_parameter_is_one_error_and_nothing_on_stderr(capfd):
+    with pytest.raises(EnvironmentSourceError) as error:
+        resolve_env("openspiel:goofspiel(bogus=3)").make(seed=0, worker_id=0)
+    assert "Unknown parameter 'bogus'" in str(error.value) and "num_cards" in str(error.value)
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""  # OpenSpiel's C++ also writes "OpenSpiel exception: ..."
+
+
 def test_the_cli_prints_one_error_line_for_an_unknown_game(capfd, tmp_path):
     from ghost.running import cli
 
