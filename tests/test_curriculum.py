@@ -326,3 +326,38 @@ def test_a_resumed_run_continues_its_lesson(tmp_path):
     resumed.finish()
     assert resumed.lessons.curriculum.lessons == {"advantage": 1}
     assert again.received[-1]["advantage"].value == -1.0
+
+
+def test_check_refuses_what_training_would_refuse_at_start(tmp_path, capsys):
+    """``--check`` passed a win-rate lesson against an opponent the behavior does not have, and
+    training then stopped with exit 2 at its first step."""
+    import yaml
+
+    from ghost.running import cli
+
+    def lesson(measure: str, **criteria) -> dict:
+        return {
+            "ball_speed": {
+                "curriculum": [
+                    {"name": "A", "value": 0.6, "completion_criteria": {
+                        "measure": measure, "behavior": "Tennis", "threshold": 0.7, **criteria}},
+                    {"name": "B", "value": 1.0},
+                ]
+            }
+        }  # fmt: skip
+
+    def check(self_play: dict | None, parameters: dict) -> tuple[int, str]:
+        behavior = {} if self_play is None else {"self_play": self_play}
+        config = {"behaviors": {"Tennis": behavior}, "environment_parameters": parameters}
+        path = tmp_path / "config.yaml"
+        path.write_text(yaml.safe_dump(config))
+        code = cli.main([str(path), "--env", "tennis", "--check",
+                         "--results-dir", str(tmp_path / "results")])  # fmt: skip
+        return code, capsys.readouterr().err
+
+    code, err = check({}, lesson("win_rate", opponent="scripted"))
+    assert code == 2
+    assert "completion_criteria.opponent = 'scripted': 'Tennis' has no fixed opponent" in err
+    medium = {"fixed_opponents": [{"name": "scripted", "scripted": "medium"}]}
+    assert check(medium, lesson("win_rate", opponent="scripted"))[0] == 0
+    assert check({}, lesson("elo"))[0] == 0

@@ -172,6 +172,31 @@ class Curriculum:
             if lesson.completion_criteria is not None
         ]
 
+    def self_play_problem(self, behavior: str, fixed_opponents: list[str] | None) -> str | None:
+        """Why a lesson measured on ``behavior`` could never complete, or None.
+
+        ``fixed_opponents``: the names of the behavior's fixed opponents, None when it does not
+        self-play (an Elo or win-rate lesson needs a ghost, a win rate one of these names).
+        """
+        for parameter, index, criteria in self.all_criteria():
+            if criteria.behavior != behavior or criteria.measure not in (
+                Measure.ELO,
+                Measure.WIN_RATE,
+            ):
+                continue
+            where = f"environment_parameters.{parameter}.curriculum[{index}].completion_criteria"
+            if fixed_opponents is None:
+                return (
+                    f"{where}: measure {criteria.measure.value} needs self-play, and behavior "
+                    f"{behavior!r} has no self_play section"
+                )
+            if criteria.measure is Measure.WIN_RATE and criteria.opponent not in fixed_opponents:
+                return (
+                    f"{where}.opponent = {criteria.opponent!r}: {behavior!r} has no fixed opponent "
+                    f"of that name; its self_play.fixed_opponents are {fixed_opponents or 'none'}"
+                )
+        return None
+
     def update(self, measures: Mapping[str, BehaviorMeasures]) -> list[LessonChange]:
         """Advance every parameter whose current lesson is complete; the changes made."""
         changes = []

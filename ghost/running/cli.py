@@ -22,7 +22,8 @@ from ghost.config.environment import env_factory_for
 from ghost.config.loader import resolve_options
 from ghost.config.settings import BehaviorSettings, RunOptions
 from ghost.config.torch_device import check_torch_device
-from ghost.exceptions import EnvironmentSpecError
+from ghost.core.curriculum import Curriculum
+from ghost.exceptions import ConfigError, EnvironmentSpecError
 from trainers import registry
 
 logger = logging.getLogger(__name__)
@@ -269,6 +270,7 @@ def run_check(options: RunOptions, factory: Any) -> int:
     resolved = match_behaviors(options, specs)
     for settings in resolved.values():
         registry.trainer_class(settings.trainer_type)
+    _check_curriculum(options, resolved)
     describe = getattr(factory, "describe", None)
     print(f"environment: {describe() if describe else repr(factory)}")
     for name, settings in resolved.items():
@@ -280,6 +282,18 @@ def run_check(options: RunOptions, factory: Any) -> int:
         f"a run would write to {checkpoint.results_dir}/{checkpoint.run_id}. Nothing was trained."
     )
     return 0
+
+
+def _check_curriculum(options: RunOptions, resolved: Mapping[str, BehaviorSettings]) -> None:
+    """The lessons training would refuse at start: an Elo or win-rate measure on a behavior
+    without self-play, a win rate against a fixed opponent it does not have."""
+    curriculum = Curriculum(options.environment_parameters or {})
+    for name, settings in resolved.items():
+        self_play = settings.self_play
+        names = None if self_play is None else [f.name for f in self_play.fixed_opponents]
+        problem = curriculum.self_play_problem(name, names)
+        if problem is not None:
+            raise ConfigError(problem)
 
 
 # -- training ----------------------------------------------------------------------------------

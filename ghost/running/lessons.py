@@ -19,7 +19,6 @@ from ghost.core.curriculum import (
     BehaviorMeasures,
     Curriculum,
     LessonChange,
-    Measure,
     MeasureBuffers,
     ParameterSettings,
     with_seeds,
@@ -73,24 +72,10 @@ class LessonSchedule:
             )
 
     def _check_criteria(self, behavior: str, ghost: GhostTrainer | None) -> None:
-        for parameter, index, criteria in self.curriculum.all_criteria():
-            if criteria.behavior != behavior or criteria.measure not in (
-                Measure.ELO,
-                Measure.WIN_RATE,
-            ):
-                continue
-            where = f"environment_parameters.{parameter}.curriculum[{index}].completion_criteria"
-            if ghost is None:
-                raise ConfigError(
-                    f"{where}: measure {criteria.measure.value} needs self-play, and behavior "
-                    f"{behavior!r} has no self_play section"
-                )
-            names = [opponent.name for opponent in ghost.fixed_opponents]
-            if criteria.measure is Measure.WIN_RATE and criteria.opponent not in names:
-                raise ConfigError(
-                    f"{where}.opponent = {criteria.opponent!r}: {behavior!r} has no fixed opponent "
-                    f"of that name; its self_play.fixed_opponents are {names or 'none'}"
-                )
+        names = None if ghost is None else [opponent.name for opponent in ghost.fixed_opponents]
+        problem = self.curriculum.self_play_problem(behavior, names)
+        if problem is not None:
+            raise ConfigError(problem)
 
     def warn_unknown_behaviors(self, behaviors: Mapping[str, Any]) -> None:
         """Lessons measured on a behavior the environment does not have never complete."""
