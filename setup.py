@@ -77,7 +77,9 @@ setup(
             "pettingzoo>=1.24,<2",
             "pygame-ce>=2.1",
             "rlcard>=1.0",
-            "ray>=2.60,<3",
+            "ray[rllib]>=2.60,<3",
+            "stable-baselines3>=2.9,<3",
+            "sb3-contrib>=2.9,<3",
         ],
         "plots": ["matplotlib>=3.6"],
         "onnx": ["onnx>=1.17"],
@@ -87,6 +89,10 @@ setup(
         "pettingzoo": ["pettingzoo>=1.24,<2", "pygame-ce>=2.1", "rlcard>=1.0"],
         # env_settings.backend: ray
         "ray": ["ray>=2.60,<3"],
+        # self-play inside Stable-Baselines3 (ghost.integrations.sb3); MaskablePPO for masked games
+        "sb3": ["stable-baselines3>=2.9,<3", "sb3-contrib>=2.9,<3"],
+        # self-play inside RLlib's new API stack (ghost.integrations.rllib)
+        "rllib": ["ray[rllib]>=2.60,<3"],
     },
     cmdclass={"build_py": BuildPyWithHook},
     entry_points={
