@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from trainers.buffers import RolloutBuffer
+from trainers.deferred_optimizer import DeferredAdam
 from trainers.exceptions import UnsupportedFeatureError
 from trainers.gae import compute_gae
 from trainers.hyperparameters import SHARED_CRITIC_UNSUPPORTED, PPOSettings
@@ -65,7 +66,7 @@ class PPOTrainer(RLTrainer):
             list(policy.behavior_spec.observation_specs), self.settings.network_settings
         ).to(self.device)
         parameters = list(policy.actor.parameters()) + list(self.critic.parameters())
-        self.optimizer = torch.optim.Adam(parameters, lr=self.hyperparameters.learning_rate)
+        self.optimizer = DeferredAdam(parameters, lr=self.hyperparameters.learning_rate)
         self.buffer = RolloutBuffer()
         self._make_magnet(policy)
 

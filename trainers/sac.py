@@ -42,6 +42,7 @@ from torch import nn
 
 from trainers.actor import ActionDistribution
 from trainers.buffers import ReplayBatch, ReplayBuffer
+from trainers.deferred_optimizer import DeferredAdam
 from trainers.hyperparameters import SACSettings
 from trainers.networks import ObservationEncoder, mlp
 from trainers.policy import TorchPolicy, to_tensors
@@ -147,9 +148,9 @@ class SACTrainer(RLTrainer):
 
         lr = h.learning_rate
         # foreach: one fused Adam step over the many small tensors instead of a Python loop
-        self.q_optimizer = torch.optim.Adam(self._q_parameters, lr=lr, foreach=True)
-        self.policy_optimizer = torch.optim.Adam(policy.actor.parameters(), lr=lr, foreach=True)
-        self.entropy_optimizer = torch.optim.Adam(
+        self.q_optimizer = DeferredAdam(self._q_parameters, lr=lr, foreach=True)
+        self.policy_optimizer = DeferredAdam(policy.actor.parameters(), lr=lr, foreach=True)
+        self.entropy_optimizer = DeferredAdam(
             [self.log_ent_coef_continuous, self.log_ent_coef_discrete], lr=lr
         )
         self.buffer = ReplayBuffer(h.buffer_size)
