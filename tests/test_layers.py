@@ -2,8 +2,8 @@
 
 Inside ``ghost`` the subpackages are ordered too (``GHOST_ORDER``, bottom first): ``core`` <
 ``config`` < ``play`` < ``running`` < ``evaluation``, with ``mlagents_plugin`` apart (on ``core``
-and ``config`` only) and the modules ``ghost.exceptions`` and ``ghost.command_line`` beneath them
-all. A module imports its own subpackage and those below it, never one above.
+and ``config`` only), ``integrations`` apart (on any of the ordered ones), and the modules
+``ghost.exceptions`` and ``ghost.command_line`` beneath them all. A module imports its own subpackage and those below it, never one above.
 
 Every import statement of every project module counts, top-level or inside a function.
 """
@@ -22,7 +22,11 @@ PACKAGES = ("envs", "trainers", "ghost")
 #: the subpackages of ``ghost``, bottom first: each may import those before it, none after it
 GHOST_ORDER = ("ghost.core", "ghost.config", "ghost.play", "ghost.running", "ghost.evaluation")
 #: beside the order: what each may import; nothing else in ``ghost`` imports it
-GHOST_APART = {"ghost.mlagents_plugin": ("ghost.core", "ghost.config")}
+GHOST_APART = {
+    "ghost.mlagents_plugin": ("ghost.core", "ghost.config"),
+    # other frameworks' hosts of the cycle: on top of everything ordered, beside the plugin
+    "ghost.integrations": GHOST_ORDER,
+}
 #: modules of ``ghost`` itself, beneath every subpackage (they import none)
 GHOST_BASE = ("ghost", "ghost.exceptions", "ghost.command_line")
 
