@@ -221,9 +221,11 @@ def test_numbers_as_yaml_reads_them(write_yaml):
         (behavior(network_settings={"memory": {"memory_size": 64}}), "network_settings.memory"),
         (behavior(network_settings={"vis_encode_type": "resnet"}), "vis_encode_type"),
         (behavior(network_settings={"vis_encode_type": "match3"}), "vis_encode_type"),
-        (behavior(reward_signals={"extrinsic": {}, "curiosity": {"strength": 0.02}}), "curiosity"),
         (behavior(reward_signals={"gail": {"demo_path": "x.demo"}}), "reward_signals.gail"),
-        (behavior(reward_signals={"rnd": {}}), "reward_signals.rnd"),
+        (
+            behavior(trainer_type="sac", reward_signals={"extrinsic": {}, "rnd": {}}),
+            "reward_signals.rnd",
+        ),
         (behavior(behavioral_cloning={"demo_path": "x.demo"}), "behavioral_cloning"),
     ],
 )
@@ -238,6 +240,27 @@ def test_plain_environment_parameters():
     values = {k: v.curriculum[0].value.value for k, v in options.environment_parameters.items()}
     assert values == {"gravity": 9.0, "size": 0.5}
     assert "expected a number or a sampler" in error_of({"environment_parameters": {"g": "heavy"}})
+
+
+def test_curiosity_and_rnd_take_ml_agents_keys_and_defaults():
+    signals = options_from_dict(
+        behavior(
+            reward_signals={
+                "extrinsic": {},
+                "curiosity": {"strength": 0.02, "encoding_size": 64},
+                "rnd": {"gamma": 0.9, "network_settings": {"hidden_units": 32}},
+            }
+        )
+    ).behaviors["Tennis"].reward_signals
+    curiosity, rnd = signals["curiosity"], signals["rnd"]
+    assert (curiosity.strength, curiosity.gamma, curiosity.learning_rate) == (0.02, 0.99, 3.0e-4)
+    assert curiosity.encoding_size == 64
+    assert (rnd.strength, rnd.gamma, rnd.learning_rate) == (1.0, 0.9, 1.0e-4)
+    assert rnd.network_settings.hidden_units == 32
+    message = error_of(behavior(reward_signals={"extrinsic": {}, "curiosity": {"lr": 1}}))
+    assert "reward_signals.curiosity.lr" in message and "learning_rate" in message
+    message = error_of(behavior(reward_signals={"extrinsic": {}, "curiosty": {}}))
+    assert "did you mean 'curiosity'" in message and "extrinsic, curiosity, rnd, gail" in message
 
 
 def test_missing_extrinsic_signal():

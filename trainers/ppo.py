@@ -21,6 +21,7 @@ from trainers.deferred_optimizer import DeferredAdam
 from trainers.exceptions import UnsupportedFeatureError
 from trainers.gae import compute_gae
 from trainers.hyperparameters import SHARED_CRITIC_UNSUPPORTED, PPOSettings
+from trainers.intrinsic_rewards import IntrinsicSignal, make_intrinsic_signals
 from trainers.magnet import Magnet
 from trainers.networks import ValueNetwork
 from trainers.policy import TorchPolicy, to_tensors
@@ -58,14 +59,25 @@ class PPOTrainer(RLTrainer):
     """PPO for one behavior name (see module docstring)."""
 
     hyperparameters: PPOSettings
+    #: the learned reward signals (``reward_signals.curiosity``/``rnd``) and their critics
+    signals: dict[str, IntrinsicSignal] = {}  # replaced by _make_learner, never changed in place
+    signal_critics: torch.nn.ModuleDict = torch.nn.ModuleDict()
 
     def _make_learner(self, policy: TorchPolicy) -> None:
         if self.hyperparameters.shared_critic:
             raise UnsupportedFeatureError(SHARED_CRITIC_UNSUPPORTED)
-        self.critic = ValueNetwork(
-            list(policy.behavior_spec.observation_specs), self.settings.network_settings
+        obs_specs = list(policy.behavior_spec.observation_specs)
+        self.critic = ValueNetwork(obs_specs, self.settings.network_settings).to(self.device)
+        self.signals = make_intrinsic_signals(policy.behavior_spec, self.settings.reward_signals)
+        # a value estimate of its own for each learned reward signal, as ML-Agents has
+        self.signal_critics = torch.nn.ModuleDict(
+            {key: ValueNetwork(obs_specs, self.settings.network_settings) for key in self.signals}
         ).to(self.device)
-        parameters = list(policy.actor.parameters()) + list(self.critic.parameters())
+        parameters = [
+            *policy.actor.parameters(),
+            *self.critic.parameters(),
+            *self.signal_critics.parameters(),
+        ]
         self.optimizer = DeferredAdam(parameters, lr=self.hyperparameters.learning_rate)
         self.buffer = RolloutBuffer()
         self._make_magnet(policy)
@@ -102,49 +114,74 @@ class PPOTrainer(RLTrainer):
         return torch.cat(parts).cpu().numpy() if parts else np.zeros(0, np.float32)
 
     def _rollout_obs(self, transitions: Transitions) -> list[torch.Tensor]:
-        """The rollout's observations as tensors, folded into the actor's and critic's
+        """The rollout's observations as tensors, folded into the actor's and critics'
         normalizers first (like ML-Agents: the statistics include the rollout learned from)."""
         assert self.policy is not None
         obs = to_tensors(transitions.obs, self.device)
         self.policy.actor.encoder.update_normalizer(obs)
-        self.critic.encoder.update_normalizer(obs)
+        for critic in (self.critic, *self.signal_critics.values()):
+            critic.encoder.update_normalizer(obs)
         return obs
 
     def _update(self) -> None:
         data, next_index, bounds = self.buffer.contents()
         self.buffer.clear()
         obs = self._rollout_obs(data)
-        values = self._evaluate(lambda rows: self.critic([o[rows] for o in obs]), len(data))
+        # (critic, old values, returns) of each reward signal, extrinsic first
+        estimates: list[tuple[torch.nn.Module, torch.Tensor, torch.Tensor]] = []
+        advantages = np.zeros(len(data), dtype=np.float64)
+        signals = [("Extrinsic", self.critic, self.scaled_rewards(data), self.settings.gamma)]
+        for key, signal in self.signals.items():
+            rewards = signal.rewards(data) * signal.strength
+            self.stats.add(f"Policy/{signal.title} Reward", float(rewards.mean()))
+            signals.append((signal.title, self.signal_critics[key], rewards, signal.gamma))
+        for title, critic, rewards, gamma in signals:
+            values, next_values = self._bootstrap(critic, data, obs, next_index)
+            signal_advantages = compute_gae(
+                rewards=rewards,
+                values=values,
+                next_values=next_values,
+                dones=data.dones,
+                next_index=next_index,
+                chunk_bounds=bounds,
+                gamma=gamma,
+                lambd=self.hyperparameters.lambd,
+            )
+            advantages = advantages + signal_advantages
+            self.stats.add(f"Policy/{title} Value Estimate", float(values.mean()))
+            returns = signal_advantages + values
+            estimates.append((critic, self._tensor(values), self._tensor(returns)))
+
+        def value_loss(rows: torch.Tensor, epsilon: float) -> dict[str, torch.Tensor]:
+            losses = [
+                clipped_value_loss(critic([o[rows] for o in obs]), old[rows], target[rows], epsilon)
+                for critic, old, target in estimates
+            ]
+            return {"Losses/Value Loss": torch.stack(losses).mean()}
+
+        self._optimize(data, obs, advantages, value_loss, {"Losses/Value Loss": 0.5})
+
+    def _bootstrap(
+        self,
+        critic: torch.nn.Module,
+        data: Transitions,
+        obs: list[torch.Tensor],
+        next_index: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``critic``'s value of every row, and of the observation after it (zero at an
+        episode's end; a later row's value where the trajectory goes on in the buffer)."""
+        values = self._evaluate(lambda rows: critic([o[rows] for o in obs]), len(data))
         # only rows whose trajectory stops here need their next observation's value
         next_values = np.zeros_like(values)
         needs = (next_index < 0) & ~data.dones
         if needs.any():
             tail = to_tensors([o[needs] for o in data.next_obs], self.device)
             next_values[needs] = self._evaluate(
-                lambda rows: self.critic([o[rows] for o in tail]), int(needs.sum())
+                lambda rows: critic([o[rows] for o in tail]), int(needs.sum())
             )
         linked = next_index >= 0
         next_values[linked] = values[next_index[linked]]
-        advantages = compute_gae(
-            rewards=self.scaled_rewards(data),
-            values=values,
-            next_values=next_values,
-            dones=data.dones,
-            next_index=next_index,
-            chunk_bounds=bounds,
-            gamma=self.settings.gamma,
-            lambd=self.hyperparameters.lambd,
-        )
-        returns = advantages + values
-        self.stats.add("Policy/Extrinsic Value Estimate", float(values.mean()))
-        old, target = self._tensor(values), self._tensor(returns)
-
-        def value_loss(rows: torch.Tensor, epsilon: float) -> dict[str, torch.Tensor]:
-            estimate = self.critic([o[rows] for o in obs])
-            loss = clipped_value_loss(estimate, old[rows], target[rows], epsilon)
-            return {"Losses/Value Loss": loss}
-
-        self._optimize(data, obs, advantages, value_loss, {"Losses/Value Loss": 0.5})
+        return values, next_values
 
     def _tensor(self, array: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(array, device=self.device)
@@ -185,6 +222,9 @@ class PPOTrainer(RLTrainer):
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 self.optimizer.step()
+                for signal in self.signals.values():
+                    for name, value in signal.update(data, rows.cpu().numpy()).items():
+                        totals[name] = totals.get(name, 0.0) + value
                 totals["policy"] += policy_loss.item()
                 totals["entropy"] += entropy.item()
                 updates += 1
@@ -261,11 +301,22 @@ class PPOTrainer(RLTrainer):
         }
         if self.magnet is not None:
             state["magnet"] = self.magnet.state_dict()
+        if self.signals:
+            state["reward_signals"] = {
+                key: {"critic": self.signal_critics[key].state_dict(), **signal.state_dict()}
+                for key, signal in self.signals.items()
+            }
         return state
 
     def _load_learner_state(self, state: dict[str, Any]) -> None:
         self.critic.load_state_dict(state["critic"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        saved_signals = state.get("reward_signals", {})
+        for key, signal in self.signals.items():
+            if key in saved_signals:  # a signal added at resume starts fresh
+                self.signal_critics[key].load_state_dict(saved_signals[key]["critic"])
+                signal.load_state_dict(saved_signals[key])
+        if set(saved_signals) == set(self.signals):
+            self.optimizer.load_state_dict(state["optimizer"])
         self.buffer.load_state_dict(state["buffer"])
         if self.magnet is not None:
             # a run that turned the magnet on at resume starts it at the policy

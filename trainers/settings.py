@@ -69,11 +69,36 @@ class NetworkSettings:
 
 @attrs.frozen(kw_only=True)
 class RewardSignalSettings:
-    """One reward signal; only ``extrinsic`` exists today."""
+    """One reward signal: ``extrinsic`` (the environment's reward) has only these keys."""
 
     gamma: float = attrs.field(default=0.99, validator=open_unit_interval)
     strength: float = 1.0
     network_settings: NetworkSettings = attrs.Factory(NetworkSettings)
+
+
+@attrs.frozen(kw_only=True)
+class CuriositySettings(RewardSignalSettings):
+    """``reward_signals.curiosity`` (``trainers.intrinsic_rewards.Curiosity``)."""
+
+    learning_rate: float = attrs.field(default=3.0e-4, validator=positive)
+    #: the width of the state encoding; overrides ``network_settings.hidden_units`` when set
+    encoding_size: int | None = attrs.field(default=None, validator=positive)
+
+
+@attrs.frozen(kw_only=True)
+class RNDSettings(RewardSignalSettings):
+    """``reward_signals.rnd`` (``trainers.intrinsic_rewards.RandomNetworkDistillation``)."""
+
+    learning_rate: float = attrs.field(default=1.0e-4, validator=positive)
+    encoding_size: int | None = attrs.field(default=None, validator=positive)
+
+
+#: the reward signal keys and their settings classes (``gail`` is refused by the config reader)
+REWARD_SIGNAL_TYPES: dict[str, type[RewardSignalSettings]] = {
+    "extrinsic": RewardSignalSettings,
+    "curiosity": CuriositySettings,
+    "rnd": RNDSettings,
+}
 
 
 @attrs.frozen(kw_only=True)
@@ -112,9 +137,12 @@ class TrainerSettings:
     @property
     def gamma(self) -> float:
         """Discount of the extrinsic reward signal."""
-        return self.reward_signals["extrinsic"].gamma
+        extrinsic = self.reward_signals.get("extrinsic")
+        return RewardSignalSettings().gamma if extrinsic is None else extrinsic.gamma
 
     @property
     def reward_strength(self) -> float:
-        """Scale of the extrinsic reward signal."""
-        return self.reward_signals["extrinsic"].strength
+        """Scale of the extrinsic reward signal (0 when a config leaves it out, as in ML-Agents:
+        the environment's reward is then not learned from)."""
+        extrinsic = self.reward_signals.get("extrinsic")
+        return 0.0 if extrinsic is None else extrinsic.strength

@@ -55,7 +55,7 @@ from ghost.exceptions import (
 )
 from trainers import registry
 from trainers.hyperparameters import SHARED_CRITIC_UNSUPPORTED
-from trainers.settings import SUPPORTED_ENCODERS, NetworkSettings
+from trainers.settings import REWARD_SIGNAL_TYPES, SUPPORTED_ENCODERS, NetworkSettings
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ logger = logging.getLogger(__name__)
 converter = cattrs.Converter(forbid_extra_keys=True)
 
 _NO_VALUE = object()
-_UNSUPPORTED_REWARD_SIGNALS = ("curiosity", "gail", "rnd")
+_UNSUPPORTED_REWARD_SIGNALS = ("gail",)
 
 
 class ConfigProblem(Exception):
@@ -305,22 +305,32 @@ def _check_network(network: NetworkSettings) -> None:
         ).below("vis_encode_type")
 
 
-def _check_reward_signal_names(signals: Any) -> None:
+def _structure_reward_signals(signals: Any, trainer_type: str) -> dict[str, Any]:
+    """``reward_signals``, each key structured with its own settings class; ``gail`` refused,
+    and the learned signals with trainers other than PPO."""
     if not isinstance(signals, Mapping):
-        return  # the dict hook reports the wrong type
+        raise ConfigProblem("expected a mapping (key: value lines)", value=signals)
+    result = {}
     for name, item in signals.items():
         if name in _UNSUPPORTED_REWARD_SIGNALS:
-            raise (
-                ConfigProblem(
-                    f"the {name} reward signal is not supported yet, only extrinsic is; "
-                    "remove this signal",
-                    kind=UnsupportedFeatureError,
-                )
-                .below(name)
-                .below("reward_signals")
-            )
-        if name != "extrinsic":
-            raise _unknown_key(name, item, ["extrinsic"]).below("reward_signals")
+            raise ConfigProblem(
+                f"the {name} reward signal (imitation from demonstrations) is not supported yet; "
+                f"remove this signal (supported: {', '.join(REWARD_SIGNAL_TYPES)})",
+                kind=UnsupportedFeatureError,
+            ).below(name)
+        if name not in REWARD_SIGNAL_TYPES:
+            raise _unknown_key(name, item, [*REWARD_SIGNAL_TYPES, *_UNSUPPORTED_REWARD_SIGNALS])
+        if name != "extrinsic" and trainer_type != "ppo":
+            raise ConfigProblem(
+                f"the {name} reward signal is not supported with trainer_type {trainer_type} "
+                "yet, only with ppo; remove it or train with ppo",
+                kind=UnsupportedFeatureError,
+            ).below(name)
+        try:
+            result[name] = _structure_attrs(item, REWARD_SIGNAL_TYPES[name])
+        except ConfigProblem as problem:
+            raise problem.below(name) from None
+    return result
 
 
 def _structure_trainer_settings(value: Any, _: type) -> BehaviorSettings:
@@ -339,8 +349,16 @@ def _structure_trainer_settings(value: Any, _: type) -> BehaviorSettings:
         raise ConfigProblem(str(error), value=trainer_type, kind=TrainerTypeError).below(
             "trainer_type"
         ) from None
-    _check_reward_signal_names(value.get("reward_signals"))
+    signals = value.get("reward_signals")
+    if signals is not None:
+        try:
+            signals = _structure_reward_signals(signals, trainer_type)
+        except ConfigProblem as problem:
+            raise problem.below("reward_signals") from None
+        value = {key: item for key, item in value.items() if key != "reward_signals"}
     kwargs = _structurefields_of(value, BehaviorSettings, {"hyperparameters": hyperparameters})
+    if signals is not None:
+        kwargs["reward_signals"] = signals
     kwargs.setdefault("hyperparameters", hyperparameters())
     if kwargs.get("behavioral_cloning") is not None:
         raise ConfigProblem(
