@@ -1,15 +1,14 @@
-"""``hallway``: a sparse-reward corridor, the yardstick of the exploration bonuses.
+"""``hallway``: a sparse-reward corridor with a near, small exit, the yardstick of the
+exploration bonuses.
 
-One agent per arena starts at the left end of a corridor of ``LENGTH`` cells and moves one cell
-left or right each step (discrete branch of 2; the left wall holds it). Its observation is its cell
-as a one-hot vector. Reaching the right end pays +1 and ends the episode; nothing else pays, and
-after ``DEFAULT_MAX_EPISODE_STEPS`` steps (a quarter more than the corridor is long) the episode is
-interrupted.
-
-Only a walk that steps right at least nine times in ten gets there in time, so an untrained policy
-(about even odds each step) never does, and a learner on the extrinsic reward alone sees no reward
-to learn from; one driven to unfamiliar cells (``reward_signals.curiosity`` or ``rnd``) walks
-the corridor.
+One agent per arena starts in cell 1 of a corridor of ``LENGTH`` cells and moves one cell left or
+right each step (discrete branch of 2). Its observation is its cell as a one-hot vector. Stepping
+into cell 0, the near exit, pays ``NEAR_REWARD`` and ends the episode; reaching the far end pays
++1 and ends it; nothing else pays, and after ``DEFAULT_MAX_EPISODE_STEPS`` steps the episode is
+interrupted. The far end is worth more (``0.99 ** LENGTH`` > ``NEAR_REWARD``), but an untrained
+policy walks into the near exit within a few steps and almost never reaches the far end, so a
+learner on the extrinsic reward alone settles for the near exit; one driven to unfamiliar cells
+(``reward_signals.curiosity`` or ``rnd``) walks the corridor.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from mlagents_envs.base_env import ActionSpec
 from envs.vector_game import Role, RoleActions, VectorGame, mix_seed
 
 LENGTH = 40
+NEAR_REWARD = 0.1
 
 
 class Hallway(VectorGame):
@@ -34,20 +34,20 @@ class Hallway(VectorGame):
             action_spec=ActionSpec.create_discrete((2,)),
         ),
     )
-    DEFAULT_MAX_EPISODE_STEPS = LENGTH + LENGTH // 4
+    DEFAULT_MAX_EPISODE_STEPS = 2 * LENGTH
 
     def _allocate_state(self) -> None:
         self.position = np.zeros(self.num_arenas, dtype=np.int64)
 
     def _reset_arenas(self, arenas: np.ndarray) -> None:
-        self.position[arenas] = 0
+        self.position[arenas] = 1
 
     def _advance(self, actions: list[RoleActions]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         move = np.where(actions[0].discrete[:, 0, 0] == 1, 1, -1)
         self.position = np.clip(self.position + move, 0, LENGTH - 1)
-        arrived = self.position == LENGTH - 1
-        reward = arrived.astype(np.float32)[:, None]
-        return reward, np.zeros_like(reward), arrived
+        far, near = self.position == LENGTH - 1, self.position == 0
+        reward = (far + NEAR_REWARD * near).astype(np.float32)[:, None]
+        return reward, np.zeros_like(reward), far | near
 
     def _observe(self, arenas: np.ndarray) -> list[np.ndarray]:
         cells = np.zeros((len(arenas), 1, LENGTH), dtype=np.float32)

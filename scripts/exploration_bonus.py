@@ -1,6 +1,6 @@
 """Exploration bonuses on a sparse-reward task: extrinsic only, curiosity, RND (issue 35).
 
-Trains PPO on ``envs.hallway`` (a corridor that pays only at its far end) with each reward-signal
+Trains PPO on ``envs.hallway`` (a corridor with a small near exit and a far goal) with each reward-signal
 set and seed at equal steps, then plays each final policy for ``--episodes`` episodes (sampling,
 as it trained) and prints the share that reached the goal::
 
@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 import ghost  # noqa: E402
 import trainers  # noqa: E402
-from envs.hallway import Hallway  # noqa: E402
+from envs.hallway import NEAR_REWARD, Hallway  # noqa: E402
 
 EXTRINSIC = {"gamma": 0.99, "strength": 1.0}
 METHODS = {
@@ -52,7 +52,7 @@ def config(signals: dict, steps: int) -> dict:
 
 
 def success_rate(policy_path: Path, episodes: int, seed: int) -> float:
-    """The share of ``episodes`` in which the policy reaches the corridor's end."""
+    """The share of ``episodes`` in which the policy reaches the corridor's far end."""
     policy = trainers.load_policy(str(policy_path))
     env = Hallway(num_arenas=32, seed=seed + 1000)
     behavior = "Hallway?team=0"
@@ -62,7 +62,7 @@ def success_rate(policy_path: Path, episodes: int, seed: int) -> float:
         decisions, terminals = env.get_steps(behavior)
         for reward, interrupted in zip(terminals.reward, terminals.interrupted, strict=True):
             finished += 1
-            reached += int(reward > 0 and not interrupted)
+            reached += int(reward > NEAR_REWARD and not interrupted)
         env.set_actions(behavior, policy.act(decisions.obs, action_mask=decisions.action_mask))
         env.step()
     return reached / finished
@@ -97,7 +97,7 @@ def main() -> None:
                       flush=True)  # fmt: skip
             rows.append((method, rates))
     print(
-        f"\nhallway, {args.steps} steps, {args.episodes} episodes per policy: share reaching the goal"
+        f"\nhallway, {args.steps} steps, {args.episodes} episodes per policy: share reaching the far goal"
     )
     print(f"{'method':15s} {'median':>7s}  per seed")
     for method, rates in rows:

@@ -8,7 +8,7 @@ import pytest
 import torch
 from mlagents_envs.base_env import ActionSpec, BehaviorSpec
 
-from envs.hallway import LENGTH, Hallway
+from envs.hallway import NEAR_REWARD, Hallway
 from envs.specs import vector_observation_spec
 from envs.stepping import InProcessStepper
 from trainers.hyperparameters import PPOSettings
@@ -132,13 +132,12 @@ def test_ppo_reports_ml_agents_tags_and_resumes_every_network(tmp_path):
 
 
 @pytest.mark.slow
-def test_curiosity_walks_the_hallway_that_the_extrinsic_reward_alone_does_not(tmp_path):
+def test_curiosity_walks_past_the_near_exit_that_the_extrinsic_reward_settles_for(tmp_path):
     """150k steps, seed 0 (scripts/exploration_bonus.py measures 3 seeds)."""
     curious = train_hallway(
         tmp_path / "c", hallway_settings(150_000, curiosity=CuriositySettings(strength=0.1))
     )
     plain = train_hallway(tmp_path / "p", hallway_settings(150_000))
     reward = "Environment/Cumulative Reward"
-    assert curious.trainers["Hallway"].stats.latest[reward] > 0.8
-    assert plain.trainers["Hallway"].stats.latest.get(reward, 0.0) < 0.1
-    assert LENGTH == 40
+    assert curious.trainers["Hallway"].stats.latest[reward] > 0.8  # the far end pays 1
+    assert plain.trainers["Hallway"].stats.latest[reward] < 2 * NEAR_REWARD
