@@ -1,0 +1,94 @@
+"""The cost curve (issue 36): agent steps per second and peak memory as one dimension grows.
+
+Each point is a fresh ``ghost.train`` process on built-in tennis (self-play PPO, one torch thread)
+that trains ``--steps`` agent steps; it reports its own steps/s (over the training, start-up
+excluded) and its peak resident memory. Dimensions, each from the base point (32 arenas, 128x2
+MLP, window 10, one opponent per swap)::
+
+    python scripts/cost_curve.py --dimension arenas --values 1 4 16 64 256 1024
+    python scripts/cost_curve.py --dimension window --values 5 10 25 50 100
+    python scripts/cost_curve.py --dimension opponents_per_swap --values 1 2 4 8 16
+    python scripts/cost_curve.py --dimension width --values 64 128 256 512
+
+``--steps`` defaults to 60,000; the window points snapshot every 500 steps so that even a
+100-snapshot window fills.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+POINT = r"""
+import json, resource, sys, tempfile, time
+import torch
+torch.set_num_threads(1)
+import ghost
+from envs.games import make_game
+
+point = json.loads(sys.argv[1])
+arenas = point["arenas"]
+
+def tennis(worker_id=0, seed=0):
+    return make_game("tennis", num_arenas=arenas, worker_id=worker_id, seed=seed)
+
+config = {"behaviors": {"Tennis": {
+    "trainer_type": "ppo",
+    "hyperparameters": {"batch_size": 1024, "buffer_size": 8192},
+    "network_settings": {"hidden_units": point["width"], "num_layers": 2},
+    "max_steps": point["steps"],
+    "summary_freq": point["steps"],
+    "checkpoint_interval": point["steps"],
+    "self_play": {"save_steps": point["save_steps"], "swap_steps": 1000,
+                  "team_change": 10 * point["save_steps"], "window": point["window"],
+                  "opponents_per_swap": point["opponents_per_swap"]},
+}}}
+with tempfile.TemporaryDirectory() as results:
+    result = ghost.train(config, env=tennis, run_id="point", results_dir=results, seed=0,
+                         verbose=0)
+steps = sum(result.steps.values())
+peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print("POINT " + json.dumps({"steps_per_s": steps / result.wall_time_s, "peak_mib": peak_mib}))
+"""
+
+BASE = {"arenas": 32, "width": 128, "window": 10, "opponents_per_swap": 1, "save_steps": 5000}
+
+
+def measure(point: dict) -> dict:
+    result = subprocess.run(
+        [sys.executable, "-c", POINT, json.dumps(point)],
+        capture_output=True, text=True, cwd=ROOT, check=False,
+    )  # fmt: skip
+    lines = [line for line in result.stdout.splitlines() if line.startswith("POINT ")]
+    if result.returncode != 0 or not lines:
+        raise RuntimeError(f"point {point} failed:\n{result.stderr[-3000:]}")
+    return json.loads(lines[-1][len("POINT ") :])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--dimension", required=True, choices=["arenas", "window", "opponents_per_swap", "width"]
+    )
+    parser.add_argument("--values", type=int, nargs="+", required=True)
+    parser.add_argument("--steps", type=int, default=60_000)
+    args = parser.parse_args()
+    print(f"| {args.dimension} | agent steps/s | peak memory (MiB) |")
+    print("|---|---|---|")
+    for value in args.values:
+        point = {**BASE, "steps": args.steps, args.dimension: value}
+        if args.dimension == "window":
+            point["save_steps"] = 500
+        figures = measure(point)
+        print(
+            f"| {value} | {figures['steps_per_s']:,.0f} | {figures['peak_mib']:.0f} |", flush=True
+        )
+
+
+if __name__ == "__main__":
+    main()
