@@ -60,17 +60,24 @@ def _builtin_games() -> Mapping[str, Any]:
 
 @attrs.frozen(kw_only=True)
 class BuiltinGame:
-    """A game shipped with ghost-trainer, made by ``envs.games.make_game``."""
+    """A game shipped with ghost-trainer, made by ``envs.games.make_game``.
+
+    Attributes:
+        arenas: matches per environment (``--num-areas`` when above 1); None: the game's default.
+    """
 
     name: str
+    arenas: int | None = None
 
     def __call__(self, *, worker_id: int = 0, seed: int = 0) -> BaseEnv:
         from envs.games import make_game
 
-        return make_game(self.name, worker_id=worker_id, seed=seed)
+        sized = {} if self.arenas is None else {"num_arenas": self.arenas}
+        return make_game(self.name, worker_id=worker_id, seed=seed, **sized)
 
     def describe(self) -> str:
-        return f"built-in game {self.name!r}"
+        arenas = "" if self.arenas is None else f", {self.arenas} arenas"
+        return f"built-in game {self.name!r}{arenas}"
 
 
 def _accepts(function: Any, name: str) -> bool:
@@ -261,7 +268,8 @@ def resolve_env(
             f"no environment given: pass --env or set env_settings.env_path to {forms}"
         )
     if env in games:
-        return BuiltinGame(name=env)
+        areas = env_settings.num_areas if env_settings is not None else 1
+        return BuiltinGame(name=env, arenas=areas if areas > 1 else None)
     prefix, _, target = env.partition(":")
     if prefix in ECOSYSTEM_PREFIXES:
         if not target:

@@ -93,6 +93,16 @@ def test_builtin_game(fake_games):
         resolve_env("tenis")
 
 
+def test_num_areas_sizes_a_builtin_game():
+    from envs.games import make_game
+
+    factory = resolve_env("tennis", env_settings=EnvironmentSettings(num_areas=4))
+    assert factory == BuiltinGame(name="tennis", arenas=4) and "4 arenas" in factory.describe()
+    assert factory(worker_id=0, seed=0).num_arenas == 4
+    default = resolve_env("tennis", env_settings=EnvironmentSettings(num_areas=1))
+    assert default(worker_id=0, seed=0).num_arenas == make_game("tennis").num_arenas == 32
+
+
 def test_unity_build_path(tmp_path, monkeypatch):
     (tmp_path / "Tennis.x86_64").write_text("")
     created = {}
