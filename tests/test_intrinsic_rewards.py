@@ -29,12 +29,7 @@ SPEC = BehaviorSpec(
 )
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def moves(cells: list[int], steps: list[int]) -> Transitions:
