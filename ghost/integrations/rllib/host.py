@@ -1,0 +1,234 @@
+"""``RLlibSelfPlay``: the self-play cycle (``GhostCycle``) driven by an RLlib ``Algorithm``.
+
+It lives on the driver, beside the Algorithm, and acts through RLlib's public handles only:
+
+- the learner's weights are the ``"main"`` module's state in the ``LearnerGroup``;
+- ``field`` and ``publish`` write snapshot weights into the frozen ghost modules (the learner's
+  copies, which RLlib never trains, and the env runners') and tell every env runner the
+  learning team (``routing``);
+- after each training iteration (``after_iteration``, from ``on_train_result``): the env
+  runners' tallies are taken, ghost steps counted, finished matches rated (one result per
+  match), then ``after_update`` (snapshot, team change request, swap) and, when a team change
+  is due, ``on_team_change``; Elo and win rates go into the iteration's result under
+  ``"Self-play"`` (``Self-play/ELO`` once flattened, as in ML-Agents).
+
+The learner's step is the number of agent steps the learning team sampled (as ML-Agents counts
+a trainer's steps); ``save``/``load`` keep it with the rest of the self-play state.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ghost.core.controller import GhostController
+from ghost.core.ghost_cycle import GhostCycle
+from ghost.core.opponents import Opponent
+from ghost.core.self_play import SelfPlayState
+from ghost.core.settings import SelfPlaySettings
+from ghost.integrations.rllib import routing
+from ghost.integrations.rllib.routing import LEARNER_MODULE, Routing, Tally, ghost_module
+from trainers.atomic_files import atomic_save, atomic_write_text
+from trainers.safe_load import load_pt
+
+logger = logging.getLogger(__name__)
+
+#: the folder inside an RLlib checkpoint that holds the self-play state
+FOLDER = "ghost_self_play"
+FORMAT = 1
+RESULT_KEY = "Self-play"
+
+
+def as_tensors(state: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """A module state as CPU tensors of its own (RLlib hands out numpy arrays)."""
+    return {key: torch.as_tensor(np.array(value)) for key, value in state.items()}
+
+
+class _Learner:
+    """The ``LearnerHandle`` of an RLlib Algorithm (see the module docstring)."""
+
+    def __init__(self, host: RLlibSelfPlay) -> None:
+        self.host = host
+        self.algorithm: Any = None
+        self._fielded: dict[str, dict[str, torch.Tensor]] = {}
+
+    @property
+    def step(self) -> int:
+        return self.host.learner_steps
+
+    @property
+    def still_training(self) -> bool:
+        limit = self.host.max_steps
+        return limit is None or self.host.learner_steps < limit
+
+    def weights(self) -> dict[str, torch.Tensor]:
+        found = self.algorithm.learner_group.get_weights(module_ids=[LEARNER_MODULE])
+        return as_tensors(found[LEARNER_MODULE])
+
+    def field(self, team: int, opponents: list[Opponent]) -> None:
+        for slot, opponent in enumerate(opponents):
+            assert opponent.snapshot is not None, "fixed opponents are refused by the settings"
+            self._fielded[ghost_module(team, slot)] = opponent.snapshot.weights
+
+    def act_as_learner(self, team: int) -> None:
+        self.host.learning_team = team
+
+    def publish(self) -> None:
+        weights, self._fielded = self._fielded, {}
+        where = Routing(learning_team=self.host.learning_team, slots=self.host.slots)
+        if weights:
+            # RLlib syncs every module of the learner's results to the env runners after each
+            # update, ghosts included: the learner's copies must hold the fielded weights too
+            self.algorithm.learner_group.set_weights(weights)
+
+        def install(env_runner: Any) -> None:
+            module = getattr(env_runner, "module", None)
+            if module is not None:
+                for module_id, state in weights.items():
+                    if module_id in module:
+                        module[module_id].set_state(state)
+            routing.set_routing(env_runner, where)
+
+        self.algorithm.env_runner_group.foreach_env_runner(install, local_env_runner=True)
+
+
+class RLlibSelfPlay:
+    """Self-play of one RLlib Algorithm (see the module docstring).
+
+    Args:
+        settings: the ``self_play`` section.
+        teams: the game's teams, in the order they take turns learning.
+        seed: seeds the opponent draws.
+        behavior_name: names the learner in logs and win-rate tables.
+        max_steps: learner steps after which its turn ends at once (None: no limit).
+    """
+
+    def __init__(
+        self,
+        *,
+        settings: SelfPlaySettings,
+        teams: list[int],
+        seed: int = 0,
+        behavior_name: str = LEARNER_MODULE,
+        max_steps: int | None = None,
+    ) -> None:
+        self.settings = settings
+        self.teams = list(teams)
+        self.slots = settings.opponents_per_swap
+        self.max_steps = max_steps
+        self.learner_steps = 0
+        self.learning_team = self.teams[0]
+        self.state = SelfPlayState(behavior_name=behavior_name, settings=settings, seed=seed)
+        self.controller = GhostController()
+        self.learner = _Learner(self)
+        self._scores: dict[str, list[float]] = defaultdict(list)
+        self.cycle = GhostCycle(
+            state=self.state, controller=self.controller, learner=self.learner, training=True,
+            report=lambda key, score: self._scores[key].append(score),
+        )  # fmt: skip
+
+    def attach(self, algorithm: Any) -> None:
+        """Start self-play on ``algorithm``: the untrained learner is the first snapshot."""
+        self.learner.algorithm = algorithm
+        for team in self.teams:
+            self.cycle.connect_team(team)
+        self.cycle.begin()
+        self.learner.publish()
+
+    # -- after each training iteration -------------------------------------------------------
+    def after_iteration(self, result: dict[str, Any]) -> None:
+        """Count, rate, then snapshot / team change / swap; report into ``result``."""
+        tally = self._take_tallies()
+        self.learner_steps += tally.learner_steps
+        for team, steps in sorted(tally.ghost_steps.items()):
+            self.cycle.route(team=team, agent_steps=steps)
+        learning = self.controller.learning_team
+        # a match begun before a team change was played by the previous learner: no result
+        current = [(r.slot, r.score) for r in tally.results if r.learning_team == learning]
+        self.cycle.book(current)
+        self.cycle.after_update()
+        change = self.controller.take_team_change()
+        if change is not None:
+            logger.info("Self-play: team %d learns now", change.learning_team)
+            self.cycle.on_team_change(change)
+        result[RESULT_KEY] = self._report(matches=len(current))
+
+    def _take_tallies(self) -> Tally:
+        total = Tally()
+        group = self.learner.algorithm.env_runner_group
+        for tally in group.foreach_env_runner(routing.take_tally, local_env_runner=True):
+            total.merge(tally)
+        return total
+
+    def _report(self, *, matches: int) -> dict[str, Any]:
+        report: dict[str, Any] = {
+            "ELO": self.state.rating,
+            "matches": matches,
+            "learning_team": self.controller.learning_team,
+            "team_changes": self.controller.team_changes,
+            "learner_steps": self.learner_steps,
+            "window": [snapshot.snapshot_id for snapshot in self.state.window],
+            "swaps": self.state.swaps,
+        }
+        for key, scores in self._scores.items():
+            report[key.partition("/")[2] or key] = float(np.mean(scores))
+        self._scores.clear()
+        return report
+
+    # -- persistence -------------------------------------------------------------------------
+    def save(self, checkpoint: str | Path) -> Path:
+        """Write the self-play state into ``<checkpoint>/ghost_self_play`` (every file atomic;
+        snapshots before the state that names them); returns that folder."""
+        folder = Path(checkpoint) / FOLDER
+        folder.mkdir(parents=True, exist_ok=True)
+        for snapshot in self.state.window:
+            snapshot.path = folder / f"snapshot-{snapshot.snapshot_id}.pt"
+            atomic_save(snapshot.weights, snapshot.path)
+        record = {
+            "format": FORMAT,
+            "learner_steps": self.learner_steps,
+            "learning_team": self.learning_team,
+            "self_play": self.state.state_dict(),
+            "controller": self.controller.state_dict(),
+        }
+        atomic_save(record, folder / "state.pt")
+        atomic_write_text(folder / "payoff.csv", self.state.win_rates.payoff_csv())
+        keep = {snapshot.path for snapshot in self.state.window}
+        for stale in folder.glob("snapshot-*.pt"):
+            if stale not in keep:
+                stale.unlink(missing_ok=True)
+        return folder
+
+    def load(self, checkpoint: str | Path) -> None:
+        """Continue from ``save``'s folder in ``checkpoint`` (read without unpickling code) and
+        field the saved opponents again."""
+        folder = Path(checkpoint) / FOLDER
+        path = folder / "state.pt"
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"{checkpoint} holds no self-play state ({FOLDER}/state.pt); save it with "
+                "ghost.integrations.rllib.save_checkpoint"
+            )
+        record = load_pt(path)
+        if record.get("format") != FORMAT:
+            raise ValueError(f"{path} has an unknown format {record.get('format')!r}")
+        state = record["self_play"]
+        # the checkpoint may have moved since it was written: its snapshots sit beside state.pt
+        for meta in state["window"]:
+            meta["path"] = str(folder / Path(meta["path"]).name)
+        self.state.load_state_dict(state, read_weights=load_pt)
+        self.controller.load_state_dict(record["controller"])
+        self.learner_steps = int(record["learner_steps"])
+        self.learning_team = int(record["learning_team"])
+        self.cycle.restore()
+        self.learner.publish()
+        logger.info(
+            "Self-play resumed at learner step %d: window %s, Elo %.1f, team %s learns",
+            self.learner_steps, [s.snapshot_id for s in self.state.window], self.state.rating,
+            self.controller.learning_team,
+        )  # fmt: skip

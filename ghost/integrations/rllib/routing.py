@@ -1,0 +1,153 @@
+"""Who plays whom inside RLlib's env runners, and what the runners tell the driver.
+
+Module ids: the learner is ``"main"`` (the only module RLlib trains); the frozen opponents of a
+ghosted team ``t`` are ``"ghost_t<t>_<slot>"``, one per opponent in play
+(``self_play.opponents_per_swap``). The driver's self-play cycle decides who plays; each env
+runner holds the last ``Routing`` the driver pushed to it:
+
+- an episode is stamped when RLlib creates it (``stamp_episode``): the learning team of that
+  moment and the episode's opponent slot, chosen from the env runner and the env index as
+  ``opponent_slots`` spreads arenas, so every slot is in play when there are enough envs;
+- ``map_agent_to_module`` (the policy mapping function) reads the stamp: the learning team's
+  agents act with ``"main"``, every other team's with its ghost module of the episode's slot;
+- each env runner keeps a ``Tally`` of the learner's and the ghosts' agent steps and of the
+  finished matches, which the driver takes after every training iteration (``take_tally``).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+import numpy as np
+
+from envs.stepping import ARENA_STRIDE
+from ghost.core.opponents import opponent_slots
+from ghost.core.ratings import result_from_reward
+from ghost.integrations.rllib.env import FINAL_REWARD, INTERRUPTED, team_of
+
+LEARNER_MODULE = "main"
+_GHOST_PREFIX = "ghost_t"
+_LEARNING_TEAM = "ghost_learning_team"
+_SLOT = "ghost_slot"
+
+
+def ghost_module(team: int, slot: int) -> str:
+    """The module id of opponent ``slot`` of ghosted team ``team``."""
+    return f"{_GHOST_PREFIX}{team}_{slot}"
+
+
+@attrs.frozen
+class Routing:
+    """What the driver tells every env runner: who learns, and how many opponents are in play."""
+
+    learning_team: int
+    slots: int
+
+
+@attrs.frozen
+class MatchResult:
+    """One finished match: the learning team when it started, its opponent slot, its score."""
+
+    learning_team: int
+    slot: int
+    score: float
+
+
+@attrs.define
+class Tally:
+    """What one env runner saw since the driver last took its tally."""
+
+    learner_steps: int = 0
+    ghost_steps: Counter[int] = attrs.Factory(Counter)
+    results: list[MatchResult] = attrs.Factory(list)
+
+    def merge(self, other: Tally) -> None:
+        self.learner_steps += other.learner_steps
+        self.ghost_steps.update(other.ghost_steps)
+        self.results.extend(other.results)
+
+
+# Per env runner, in the process that runs it (the driver pushes and takes through
+# ``foreach_env_runner``, which runs a function beside each runner).
+_ROUTINGS: weakref.WeakKeyDictionary[Any, Routing] = weakref.WeakKeyDictionary()
+_TALLIES: weakref.WeakKeyDictionary[Any, Tally] = weakref.WeakKeyDictionary()
+
+
+def set_routing(env_runner: Any, routing: Routing) -> None:
+    _ROUTINGS[env_runner] = routing
+
+
+def take_tally(env_runner: Any) -> Tally:
+    """The env runner's tally since the last call (then a fresh one starts)."""
+    return _TALLIES.pop(env_runner, None) or Tally()
+
+
+def _tally(env_runner: Any) -> Tally:
+    found = _TALLIES.get(env_runner)
+    if found is None:
+        found = _TALLIES[env_runner] = Tally()
+    return found
+
+
+def stamp_episode(episode: Any, env_runner: Any, env_index: int) -> None:
+    """Fix the learning team and opponent slot of a new episode (before any agent is mapped)."""
+    routing = _ROUTINGS.get(env_runner)
+    if routing is None:  # a runner the driver never routed (evaluation): main plays every seat
+        return
+    arena = int(getattr(env_runner, "worker_index", 0) or 0) * ARENA_STRIDE + env_index
+    episode.custom_data[_LEARNING_TEAM] = routing.learning_team
+    episode.custom_data[_SLOT] = int(opponent_slots(np.asarray([arena]), routing.slots)[0])
+
+
+def map_agent_to_module(agent_id: str, episode: Any, **kwargs: Any) -> str:
+    """RLlib's policy mapping function: the learning team's agents to ``"main"``, the others to
+    their ghost module of the episode's slot."""
+    stamp = _stamp_of(episode)
+    learning = stamp.get(_LEARNING_TEAM)
+    team = team_of(agent_id)
+    if learning is None or team == learning:
+        return LEARNER_MODULE
+    return ghost_module(team, stamp[_SLOT])
+
+
+def _stamp_of(episode: Any) -> dict[str, Any]:
+    """An episode's stamp; empty while RLlib is still building it (cutting an episode chunk
+    asks the mapping function before its custom data exists, then keeps the known mapping)."""
+    try:
+        return episode.custom_data
+    except AttributeError:
+        return {}
+
+
+def record_match(episode: Any, env_runner: Any) -> None:
+    """Tally a finished episode's result from the learning team's side (a match cut off by a
+    step limit is no result)."""
+    learning = episode.custom_data.get(_LEARNING_TEAM)
+    if learning is None:
+        return
+    infos = episode.get_infos(-1)
+    ours = sorted(agent for agent in infos if team_of(agent) == learning)
+    finals = [infos[agent] for agent in ours if FINAL_REWARD in infos[agent]]
+    if not finals or finals[0].get(INTERRUPTED, False):
+        return
+    score = result_from_reward(float(finals[0][FINAL_REWARD]))
+    _tally(env_runner).results.append(
+        MatchResult(learning_team=learning, slot=episode.custom_data[_SLOT], score=score)
+    )
+
+
+def count_steps(samples: Iterable[Any], env_runner: Any) -> None:
+    """Tally the agent steps of sampled episode chunks by who acted: the learner or a ghost."""
+    if env_runner not in _ROUTINGS:
+        return
+    tally = _tally(env_runner)
+    for episode in samples:
+        for agent, single in episode.agent_episodes.items():
+            if single.module_id == LEARNER_MODULE:
+                tally.learner_steps += len(single)
+            elif str(single.module_id).startswith(_GHOST_PREFIX):
+                tally.ghost_steps[team_of(agent)] += len(single)
