@@ -2,7 +2,7 @@
 
 Each page runs in a scratch folder of its own (``config/`` and ``scripts/`` linked in, so the
 commands read as written from a checkout), one block after another, so a later block finds the
-runs an earlier one made. A block that cannot run here carries ``<!-- not run: REASON -->`` on
+runs an earlier one made; two pages run at a time. A block that cannot run here carries ``<!-- not run: REASON -->`` on
 the line before its fence. Relative links and their headings must exist.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 PAGES_TO_RUN = [page for page in PAGES if runnable(page)]
 BLOCK_TIMEOUT_S = 600
+#: pages run at once (CI has two cores; each block's process computes on one thread)
+PARALLEL_LANES = 2
+#: what in a block starts a Ray cluster
+RAY_STARTS = ("ray.init", "--env-backend ray", "--ray-address")
 
 
 def scratch_folder(tmp_path: Path) -> Path:
@@ -37,6 +42,7 @@ def run_block(block: Block, folder: Path) -> subprocess.CompletedProcess[str]:
     environment = dict(os.environ)
     environment["PATH"] = os.path.dirname(sys.executable) + os.pathsep + environment["PATH"]
     environment["MPLBACKEND"] = "Agg"
+    environment["OMP_NUM_THREADS"] = "1"  # pages run side by side (PARALLEL_LANES)
     if block.language == "bash":
         command = ["bash", "-e", "-o", "pipefail", "-c", source]
     else:
@@ -61,12 +67,47 @@ def failure_report(block: Block, result: subprocess.CompletedProcess[str]) -> st
     )
 
 
-@pytest.mark.parametrize("page", PAGES_TO_RUN, ids=lambda page: page.name)
-def test_every_block_of_the_page_runs(page: Path, tmp_path: Path) -> None:
+def run_page(page: Path, tmp_path: Path) -> str | None:
+    """Runs the page's blocks in order; the report of the first that fails, or None."""
     folder = scratch_folder(tmp_path)
     for block in runnable(page):
         result = run_block(block, folder)
-        assert result.returncode == 0, failure_report(block, result)
+        if result.returncode != 0:
+            return failure_report(block, result)
+    return None
+
+
+def lanes(pages: list[Path], count: int) -> list[list[Path]]:
+    """``pages`` shared out among ``count`` lanes of about equal work (counted in blocks), the
+    pages that start Ray clusters kept in one lane so that no two clusters start at once."""
+    uses_ray = [page for page in pages if any(RAY_START in block.source
+                for block in runnable(page) for RAY_START in RAY_STARTS)]  # fmt: skip
+    shared: list[list[Path]] = [list(uses_ray)] + [[] for _ in range(count - 1)]
+    work = [sum(len(runnable(page)) for page in lane) for lane in shared]
+    for page in sorted(set(pages) - set(uses_ray), key=lambda p: -len(runnable(p))):
+        lightest = work.index(min(work))
+        shared[lightest].append(page)
+        work[lightest] += len(runnable(page))
+    return [lane for lane in shared if lane]
+
+
+@pytest.fixture(scope="module")
+def page_failures(tmp_path_factory: pytest.TempPathFactory) -> dict[Path, str | None]:
+    """Every page run once, two lanes at a time (each block's process on one thread), so the
+    pages take about half the wall time on two cores."""
+
+    def run_lane(lane: list[Path]) -> dict[Path, str | None]:
+        return {page: run_page(page, tmp_path_factory.mktemp(page.stem)) for page in lane}
+
+    with ThreadPoolExecutor(max_workers=PARALLEL_LANES) as pool:
+        results = list(pool.map(run_lane, lanes(PAGES_TO_RUN, PARALLEL_LANES)))
+    return {page: failure for lane in results for page, failure in lane.items()}
+
+
+@pytest.mark.parametrize("page", PAGES_TO_RUN, ids=lambda page: page.name)
+def test_every_block_of_the_page_runs(page: Path, page_failures: dict[Path, str | None]) -> None:
+    failure = page_failures[page]
+    assert failure is None, failure
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
