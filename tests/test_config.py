@@ -218,7 +218,20 @@ def test_numbers_as_yaml_reads_them(write_yaml):
 @pytest.mark.parametrize(
     ("raw", "path"),
     [
-        (behavior(network_settings={"memory": {"memory_size": 64}}), "network_settings.memory"),
+        (
+            behavior(trainer_type="sac", network_settings={"memory": {"memory_size": 64}}),
+            "network_settings.memory",
+        ),
+        (
+            behavior(trainer_type="poca", network_settings={"memory": {"memory_size": 64}}),
+            "network_settings.memory",
+        ),
+        (
+            behavior(
+                network_settings={"memory": {}}, reward_signals={"extrinsic": {}, "rnd": {}}
+            ),
+            "network_settings.memory",
+        ),
         (behavior(network_settings={"vis_encode_type": "resnet"}), "vis_encode_type"),
         (behavior(network_settings={"vis_encode_type": "match3"}), "vis_encode_type"),
         (behavior(reward_signals={"gail": {"demo_path": "x.demo"}}), "reward_signals.gail"),
