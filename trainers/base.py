@@ -140,9 +140,13 @@ class ArenaPolicy(Policy):
 
     @abc.abstractmethod
     def sample_in_arenas(
-        self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None, arenas: np.ndarray
+        self,
+        obs: list[np.ndarray],
+        action_mask: list[np.ndarray] | None,
+        arenas: np.ndarray,
+        agent_ids: np.ndarray | None = None,
     ) -> ActionOutput:
-        """Like ``sample``, with the arena key of every agent."""
+        """Like ``sample``, with the arena key of every agent (and its id, with memory)."""
 
 
 class ExperienceQueue:

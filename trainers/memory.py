@@ -8,8 +8,11 @@ give it to Unity as ``recurrent_in`` unchanged.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
+from mlagents_envs.base_env import ActionTuple, DecisionSteps, TerminalSteps
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
@@ -89,3 +92,29 @@ class AgentMemories:
             return
         for agent_id in np.asarray(agent_ids).tolist():
             self._rows.pop(agent_id, None)
+
+
+def act_on_steps(
+    actor: Any,
+    decision: DecisionSteps,
+    terminal: TerminalSteps | None = None,
+    *,
+    deterministic: bool = False,
+    rows: np.ndarray | None = None,
+) -> ActionTuple:
+    """``actor``'s actions for the agents of ``decision`` (only its ``rows`` when given).
+
+    An actor with memory (``memory_size`` > 0) first forgets the agents whose episode ended in
+    ``terminal``, then acts with each row's agent id, so that its memories follow the agents;
+    any other actor is called as ``act(obs, action_mask=, deterministic=)``.
+    """
+    obs, mask, agent_ids = decision.obs, decision.action_mask, decision.agent_id
+    if rows is not None:
+        obs = [o[rows] for o in obs]
+        mask = None if mask is None else [m[rows] for m in mask]
+        agent_ids = agent_ids[rows]
+    if not getattr(actor, "memory_size", 0):
+        return actor.act(obs, action_mask=mask, deterministic=deterministic)
+    if terminal is not None and len(terminal):
+        actor.forget(terminal.agent_id)
+    return actor.act(obs, action_mask=mask, deterministic=deterministic, agent_ids=agent_ids)

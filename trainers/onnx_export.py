@@ -143,6 +143,7 @@ def export_onnx(policy: TorchPolicy, path: str | Path) -> Path:
         warnings.simplefilter("ignore", DeprecationWarning)
         # about LSTMs whose initial state is not an input; ours is (recurrent_in)
         warnings.filterwarnings("ignore", "Exporting a model to ONNX with a batch_size other")
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)  # an LSTM's shape checks
         torch.onnx.export(
             graph, tuple(dummy), buffer, opset_version=OPSET, input_names=graph.input_names(),
             output_names=graph.output_names(), dynamic_axes=batch, dynamo=False,

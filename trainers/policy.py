@@ -188,7 +188,9 @@ def load_policy(path: str | Path, device: str = "cpu") -> TorchPolicy:
     """Load a saved policy (final ``<Behavior>.pt``, snapshot or checkpoint) ready to ``act``.
 
     The result has ``act(obs, action_mask=None, deterministic=False) -> ActionTuple`` for a batch
-    of agents and ``action_probabilities(obs, action_mask=None)`` for discrete branches.
+    of agents and ``action_probabilities(obs, action_mask=None)`` for discrete branches. A policy
+    with memory (``memory_size`` > 0) takes ``agent_ids=`` (one per row) in both and carries each
+    agent's memory to its next call; call ``forget(agent_ids)`` when those agents' episodes end.
 
     Raises:
         CheckpointError: the file is missing or is not a ghost-trainer policy file.

@@ -310,8 +310,8 @@ def _check_network(network: NetworkSettings) -> None:
 
 
 def _check_memory_support(settings: BehaviorSettings, trainer_type: str) -> None:
-    """``network_settings.memory`` works with PPO alone for now, without learned reward signals
-    or the magnet."""
+    """``network_settings.memory`` works with PPO alone for now, without learned reward signals,
+    the magnet or the distilled average policy."""
     if settings.network_settings.memory is None:
         return
     reason = None
@@ -322,6 +322,8 @@ def _check_memory_support(settings: BehaviorSettings, trainer_type: str) -> None
         reason = f"memory with the {learned} reward signal(s) is not supported yet"
     elif getattr(settings.hyperparameters, "magnet_strength", 0) > 0:
         reason = "memory with hyperparameters.magnet_strength > 0 is not supported yet"
+    elif settings.self_play is not None and settings.self_play.average_policy.enabled:
+        reason = "memory with self_play.average_policy is not supported yet"
     if reason is not None:
         raise (
             ConfigProblem(f"{reason}; remove the memory section", kind=UnsupportedFeatureError)
