@@ -9,6 +9,7 @@ import pytest
 import torch
 from mlagents_envs.base_env import ActionSpec, BehaviorSpec
 
+from envs.behavior_id import BehaviorId
 from envs.recall import CUES, EPISODE_LENGTH, Recall
 from envs.specs import vector_observation_spec
 from envs.stepping import InProcessStepper
@@ -20,6 +21,7 @@ from trainers.hyperparameters import PPOSettings
 from trainers.memory import act_on_steps
 from trainers.networks import ValueNetwork
 from trainers.policy import TorchPolicy, load_policy
+from trainers.ppo import PPOTrainer, _Rollout
 from trainers.ppo_sequences import CriticMemories, critic_pass, masked_mean
 from trainers.run_layout import RunLayout
 from trainers.sequences import cut_sequences
@@ -267,3 +269,32 @@ def _fresh_steps():
     env = Recall(seed=0, num_arenas=3)
     env.reset()
     return env.get_steps("Recall?team=0")
+
+
+def test_padding_changes_no_loss_of_the_update(tmp_path):
+    """The same rollout cut into sequences with padding and without gives the same losses."""
+    settings = _settings(1000, memory=True)
+    trainer = PPOTrainer(behavior_name="Recall", settings=settings, artifact_dir=tmp_path)
+    behavior_id = BehaviorId.parse("Recall?team=0")
+    spec = Recall(num_arenas=1).behavior_specs["Recall?team=0"]
+    trainer.add_policy(behavior_id, trainer.create_policy(behavior_id, spec))
+    rng = np.random.default_rng(0)
+    rows = 5  # one agent's trajectory: rows 0 -> 1 -> 2 -> 3 -> 4
+    next_index = np.array([1, 2, 3, 4, -1])
+    obs = [torch.as_tensor(rng.normal(size=(rows, CUES + 2)).astype(np.float32))]
+    memories = torch.as_tensor(rng.normal(size=(rows, 32)).astype(np.float32))
+    rollout = _Rollout(
+        obs=obs,
+        continuous=None,
+        discrete=torch.as_tensor(rng.integers(0, CUES, size=(rows, 1))),
+        masks=None,
+        old_log_probs=torch.as_tensor(np.log(rng.uniform(0.2, 0.5, size=(rows, 1)))).float(),
+        advantages=torch.as_tensor(rng.normal(size=rows).astype(np.float32)),
+    )
+    losses = []
+    for length in (5, 8):  # 8: three rows of padding after the trajectory
+        sequences = cut_sequences(next_index, np.zeros(rows, np.int64), length)
+        layout = rollout._replace(sequences=sequences, start_memories=memories[[0]])
+        policy_loss, entropy, _ = trainer._actor_losses(layout, torch.tensor([0]), 0.2)
+        losses.append((policy_loss.item(), entropy.item()))
+    assert losses[0] == pytest.approx(losses[1], rel=1e-6)
