@@ -38,12 +38,14 @@ from mlagents_envs.base_env import (
 )
 from onnx.reference import ReferenceEvaluator
 
-#: name → observation shapes, continuous size, discrete branches
+#: name → observation shapes, continuous size, discrete branches (and memory size, when recurrent)
 CASES = {
     "vector_continuous": {"observations": [[8]], "continuous": 2, "branches": []},
     "vector_discrete": {"observations": [[6]], "continuous": 0, "branches": [3, 2]},
     "hybrid_two_vectors": {"observations": [[5], [3]], "continuous": 2, "branches": [3]},
     "visual_and_vector": {"observations": [[3, 36, 36], [4]], "continuous": 0, "branches": [4]},
+    "memory_discrete": {"observations": [[6]], "continuous": 0, "branches": [3, 2], "memory": 32},
+    "memory_continuous": {"observations": [[8]], "continuous": 2, "branches": [], "memory": 16},
 }
 CONSTANT_OUTPUTS = (
     "version_number", "memory_size", "continuous_action_output_shape",
@@ -83,8 +85,12 @@ def _value_info(value: onnx.ValueInfoProto) -> dict:
 
 
 def describe(case: dict) -> dict:
-    policy = TorchPolicy(0, _spec(case), NetworkSettings(hidden_units=16, num_layers=1),
-                         SimpleActor, {"conditional_sigma": False, "tanh_squash": False})  # fmt: skip
+    memory = None
+    if case.get("memory"):
+        memory = NetworkSettings.MemorySettings(sequence_length=8, memory_size=case["memory"])
+    settings = NetworkSettings(hidden_units=16, num_layers=1, memory=memory)
+    policy = TorchPolicy(0, _spec(case), settings, SimpleActor,
+                         {"conditional_sigma": False, "tanh_squash": False})  # fmt: skip
     constants = {}
     with tempfile.TemporaryDirectory() as folder:
         model_serialization.ModelSerializer(policy).export_policy_model(f"{folder}/model")

@@ -218,7 +218,25 @@ def test_numbers_as_yaml_reads_them(write_yaml):
 @pytest.mark.parametrize(
     ("raw", "path"),
     [
-        (behavior(network_settings={"memory": {"memory_size": 64}}), "network_settings.memory"),
+        (
+            behavior(trainer_type="sac", network_settings={"memory": {"memory_size": 64}}),
+            "network_settings.memory",
+        ),
+        (
+            behavior(trainer_type="poca", network_settings={"memory": {"memory_size": 64}}),
+            "network_settings.memory",
+        ),
+        (
+            behavior(network_settings={"memory": {}}, reward_signals={"extrinsic": {}, "rnd": {}}),
+            "network_settings.memory",
+        ),
+        (
+            behavior(
+                network_settings={"memory": {}},
+                self_play={"average_policy": {"enabled": True}},
+            ),
+            "network_settings.memory",
+        ),
         (behavior(network_settings={"vis_encode_type": "resnet"}), "vis_encode_type"),
         (behavior(network_settings={"vis_encode_type": "match3"}), "vis_encode_type"),
         (behavior(reward_signals={"gail": {"demo_path": "x.demo"}}), "reward_signals.gail"),
@@ -240,6 +258,18 @@ def test_plain_environment_parameters():
     values = {k: v.curriculum[0].value.value for k, v in options.environment_parameters.items()}
     assert values == {"gravity": 9.0, "size": 0.5}
     assert "expected a number or a sampler" in error_of({"environment_parameters": {"g": "heavy"}})
+
+
+def test_memory_takes_ml_agents_keys_and_defaults_with_ppo():
+    memory = (
+        options_from_dict(behavior(network_settings={"memory": {"memory_size": 64}}))
+        .behaviors["Tennis"]
+        .network_settings.memory
+    )
+    assert (memory.memory_size, memory.sequence_length) == (64, 64)
+    message = error_of(behavior(network_settings={"memory": {"memory_size": 63}}))
+    assert "network_settings.memory.memory_size" in message
+    assert "even" in message
 
 
 def test_curiosity_and_rnd_take_ml_agents_keys_and_defaults():
@@ -465,6 +495,7 @@ def test_teams_of_one_name_must_share_specs():
         PPOSettings,
         SACSettings,
         trainer_schema.NetworkSettings,
+        trainer_schema.MemorySettings,
         trainer_schema.RewardSignalSettings,
         SelfPlaySettings,
         env_schema.EnvironmentSettings,

@@ -22,7 +22,7 @@ from mlagents_envs.base_env import (
 
 from trainers.onnx_export import export_onnx
 from trainers.policy import TorchPolicy, load_policy
-from trainers.settings import NetworkSettings
+from trainers.settings import MemorySettings, NetworkSettings
 
 onnx = pytest.importorskip("onnx", reason="the onnx extra is not installed")
 ort = pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
@@ -48,7 +48,8 @@ def _spec(case: dict) -> BehaviorSpec:
 
 def _policy(case: dict, *, squash: bool = False, seed: int = 0) -> TorchPolicy:
     torch.manual_seed(seed)
-    settings = NetworkSettings(hidden_units=16, num_layers=1, normalize=True)
+    memory = MemorySettings(memory_size=case["memory"]) if case.get("memory") else None
+    settings = NetworkSettings(hidden_units=16, num_layers=1, normalize=True, memory=memory)
     policy = TorchPolicy(behavior_spec=_spec(case), network_settings=settings, squash=squash,
                          conditional_std=squash)  # fmt: skip
     vectors = [np.random.default_rng(seed).normal(2.0, 3.0, (64, *o.shape)).astype(np.float32)
@@ -135,8 +136,19 @@ def test_onnxruntime_acts_like_the_torch_policy(tmp_path, name, squash):
         for mask in masks:
             mask[:, 0] = False  # one action always allowed
         inputs.append((~np.concatenate(masks, axis=1)).astype(np.float32))  # Unity: 1 = allowed
+    by_agent = {}
+    if policy.memory_size:
+        agents = np.arange(50)
+        memories = np.random.default_rng(3).normal(0, 0.5, (50, policy.memory_size))
+        policy.memories.store(agents, memories.astype(np.float32))
+        inputs.append(memories[:, None, :].astype(np.float32))
+        by_agent = {"agent_ids": agents}
     out = _run(path, inputs)
-    greedy = policy.act(obs, action_mask=masks, deterministic=True)
+    greedy = policy.act(obs, action_mask=masks, deterministic=True, **by_agent)
+    if policy.memory_size:  # the memory Unity feeds back next time is the one the policy keeps
+        np.testing.assert_allclose(
+            out["recurrent_out"][:, 0, :], policy.memories.recall(agents), atol=TOLERANCE
+        )
     if case["continuous"]:
         np.testing.assert_allclose(out["deterministic_continuous_actions"], greedy.continuous,
                                    atol=TOLERANCE)  # fmt: skip

@@ -16,6 +16,7 @@ import torch
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
 from torch import nn
 
+from trainers.memory import MemoryCore
 from trainers.networks import ObservationEncoder, mlp
 from trainers.settings import NetworkSettings
 
@@ -113,7 +114,8 @@ class Actor(nn.Module):
     """Observations (and action masks) → ``ActionDistribution``.
 
     ``conditional_std``: the Gaussian's spread depends on the observation (SAC) instead of being
-    one learned vector (PPO).
+    one learned vector (PPO). With ``settings.memory`` an LSTM (``trainers.memory``) sits between
+    the body and the heads, as in ML-Agents; it takes and returns a memory per agent.
     """
 
     def __init__(
@@ -133,6 +135,10 @@ class Actor(nn.Module):
         self.encoder = ObservationEncoder(obs_specs, settings)
         self.body = mlp(self.encoder.output_size, settings.hidden_units, settings.num_layers)
         hidden = settings.hidden_units
+        self.memory_size = settings.memory.memory_size if settings.memory is not None else 0
+        self.memory = MemoryCore(hidden, self.memory_size) if self.memory_size else None
+        if self.memory is not None:
+            hidden = self.memory.output_size
         if self.continuous_size:
             self.mean_head = nn.Linear(hidden, self.continuous_size)
             nn.init.zeros_(self.mean_head.bias)
@@ -145,17 +151,28 @@ class Actor(nn.Module):
             self.logits_head = nn.Linear(hidden, sum(self.branches))
             self.logits_head.weight.data.mul_(0.1)
 
-    def features(self, obs: list[torch.Tensor]) -> torch.Tensor:
-        return self.body(self.encoder(obs))
-
     def head_outputs(
-        self, obs: list[torch.Tensor], action_mask: torch.Tensor | None = None
+        self,
+        obs: list[torch.Tensor],
+        action_mask: torch.Tensor | None = None,
+        memory: torch.Tensor | None = None,
+        sequence_length: int = 1,
     ) -> dict[str, torch.Tensor]:
         """The network's raw outputs: ``mean`` and ``log_std`` (continuous actions), ``logits``
         (all discrete branches side by side, masked). Plain tensors, so many actors can be mapped
-        over at once (``trainers.policy_stack``)."""
-        hidden = self.features(obs)
+        over at once (``trainers.policy_stack``).
+
+        With memory: ``memory`` ``[sequences, memory_size]`` (zeros when None) starts sequences of
+        ``sequence_length`` consecutive rows of ``obs``; ``memory`` is then also among the outputs,
+        each sequence's memory after its last row.
+        """
+        hidden = self.body(self.encoder(obs))
         heads: dict[str, torch.Tensor] = {}
+        if self.memory is not None:
+            if memory is None:
+                rows = hidden.shape[0] // sequence_length
+                memory = hidden.new_zeros(rows, self.memory_size)
+            hidden, heads["memory"] = self.memory(hidden, memory, sequence_length)
         if self.continuous_size:
             heads["mean"] = self.mean_head(hidden)
             if self.conditional_std:
@@ -177,7 +194,11 @@ class Actor(nn.Module):
         )
 
     def forward(
-        self, obs: list[torch.Tensor], action_mask: torch.Tensor | None = None
+        self,
+        obs: list[torch.Tensor],
+        action_mask: torch.Tensor | None = None,
+        memory: torch.Tensor | None = None,
     ) -> ActionDistribution:
-        """``action_mask``: bool ``[n, sum(branches)]``, True where an action is unavailable."""
-        return self.distribution(self.head_outputs(obs, action_mask))
+        """``action_mask``: bool ``[n, sum(branches)]``, True where an action is unavailable;
+        ``memory``: each row's memory (with ``settings.memory``; zeros when None)."""
+        return self.distribution(self.head_outputs(obs, action_mask, memory))

@@ -39,14 +39,23 @@ class AgentProcessor:
         """
         decision = steps.decision
         check_behavior_steps(steps.behavior_id, self.behavior_spec, decision, steps.terminal)
+        # an agent in both lists ended an episode and begins the next: it starts from no memory
+        remembers = self.policy.memory_size > 0
+        if remembers and len(steps.terminal):
+            self.policy.forget(steps.terminal.agent_id)
+        by_agent = {"agent_ids": decision.agent_id} if remembers else {}
         if len(decision) == 0:
             output = self._empty
         elif isinstance(self.policy, ArenaPolicy):
             output = self.policy.sample_in_arenas(
-                decision.obs, decision.action_mask, steps.decision_arenas
+                decision.obs, decision.action_mask, steps.decision_arenas, **by_agent
             )
         else:
-            output = self.policy.sample(decision.obs, decision.action_mask)
+            output = self.policy.sample(decision.obs, decision.action_mask, **by_agent)
         if len(decision) or len(steps.terminal):
             self.queue.put(StepBatch(steps=steps, output=output))
         return output.actions if len(decision) else None
+
+    def forget_memories(self) -> None:
+        """The environments were reset: every agent starts again from no memory."""
+        self.policy.forget()

@@ -63,6 +63,8 @@ class ActionOutput:
     actions: ActionTuple
     log_probs: np.ndarray
     continuous_raw: np.ndarray
+    #: with memory: each agent's memory *before* this decision (training starts sequences there)
+    memories: np.ndarray | None = None
 
 
 def action_components(spec: ActionSpec) -> int:
@@ -91,9 +93,19 @@ class StepBatch:
 
 
 class Policy(abc.ABC):
-    """Observations in, actions out, for a batch of agents of one behavior spec."""
+    """Observations in, actions out, for a batch of agents of one behavior spec.
+
+    A policy with memory (``memory_size`` > 0) carries a state per agent from one decision to the
+    next: its ``sample`` and ``act`` then take ``agent_ids`` (one per row), and ``forget`` drops
+    the state of agents whose episode ended.
+    """
 
     behavior_spec: BehaviorSpec
+    #: floats of state carried per agent between decisions (0: a policy without memory)
+    memory_size: int = 0
+
+    def forget(self, agent_ids: np.ndarray | None = None) -> None:  # noqa: B027 - optional hook
+        """Drop the memory of ``agent_ids`` (every agent when None); nothing without memory."""
 
     @abc.abstractmethod
     def sample(
@@ -128,9 +140,13 @@ class ArenaPolicy(Policy):
 
     @abc.abstractmethod
     def sample_in_arenas(
-        self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None, arenas: np.ndarray
+        self,
+        obs: list[np.ndarray],
+        action_mask: list[np.ndarray] | None,
+        arenas: np.ndarray,
+        agent_ids: np.ndarray | None = None,
     ) -> ActionOutput:
-        """Like ``sample``, with the arena key of every agent."""
+        """Like ``sample``, with the arena key of every agent (and its id, with memory)."""
 
 
 class ExperienceQueue:

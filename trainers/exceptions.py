@@ -20,6 +20,11 @@ class UnsupportedFeatureError(ConfigError):
     """A valid ML-Agents setting that this project does not implement yet."""
 
 
+class MemoryUseError(GhostError):
+    """A policy with memory was asked to act without the agent ids it keeps memories by, or by a
+    caller that cannot carry memory yet."""
+
+
 class CheckpointError(GhostError):
     """A checkpoint or policy file cannot be read or does not fit the run."""
 

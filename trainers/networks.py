@@ -13,6 +13,7 @@ from mlagents_envs.base_env import DimensionProperty, ObservationSpec, Observati
 from torch import nn
 
 from trainers.exceptions import UnsupportedFeatureError
+from trainers.memory import MemoryCore
 from trainers.normalizer import RunningNormalizer
 from trainers.settings import SUPPORTED_ENCODERS, ConditioningType, EncoderType, NetworkSettings
 
@@ -143,13 +144,38 @@ class ObservationEncoder(nn.Module):
 
 
 class ValueNetwork(nn.Module):
-    """Observations → one value estimate per agent (PPO's critic)."""
+    """Observations → one value estimate per agent (PPO's critic).
+
+    With ``settings.memory`` the critic has an LSTM of its own (``trainers.memory``) before its
+    head, like the actor; call ``recurrent`` then.
+    """
 
     def __init__(self, obs_specs: list[ObservationSpec], settings: NetworkSettings) -> None:
         super().__init__()
         self.encoder = ObservationEncoder(obs_specs, settings)
         self.body = mlp(self.encoder.output_size, settings.hidden_units, settings.num_layers)
-        self.head = nn.Linear(settings.hidden_units, 1)
+        self.memory_size = settings.memory.memory_size if settings.memory is not None else 0
+        self.memory = (
+            MemoryCore(settings.hidden_units, self.memory_size) if self.memory_size else None
+        )
+        head_input = self.memory.output_size if self.memory is not None else settings.hidden_units
+        self.head = nn.Linear(head_input, 1)
 
     def forward(self, obs: list[torch.Tensor]) -> torch.Tensor:
+        if self.memory is not None:
+            raise TypeError("a critic with memory is called through recurrent(...)")
         return self.head(self.body(self.encoder(obs))).squeeze(-1)
+
+    def recurrent(
+        self,
+        obs: list[torch.Tensor],
+        memory: torch.Tensor,
+        sequence_length: int = 1,
+        lengths: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Values of sequences of ``sequence_length`` consecutive rows of ``obs``, each started
+        from its row of ``memory``, and each sequence's memory after its last real step
+        (``MemoryCore.forward``)."""
+        assert self.memory is not None
+        hidden, memory = self.memory(self.body(self.encoder(obs)), memory, sequence_length, lengths)
+        return self.head(hidden).squeeze(-1), memory

@@ -7,10 +7,13 @@ Unity package's inference reads (checked against a model ML-Agents itself export
 - inputs ``obs_0`` … ``obs_{n-1}`` with the observation specs' shapes (images channels-first when
   the spec says so) and, with discrete actions, ``action_masks``: float ``[batch, sum(branches)]``,
   1 where an action is allowed (Unity's convention; ours inside Python is True = blocked);
-- outputs ``version_number`` (3: the ML-Agents 2.0 model API), ``memory_size`` (0), then for
-  continuous actions ``continuous_actions`` (sampled), ``continuous_action_output_shape`` and
-  ``deterministic_continuous_actions``, and for discrete ones ``discrete_actions`` (sampled, int64),
-  ``discrete_action_output_shape`` and ``deterministic_discrete_actions``;
+- with memory, the input ``recurrent_in``: float ``[batch, 1, memory_size]``, each agent's memory
+  (hidden state, then cell state);
+- outputs ``version_number`` (3: the ML-Agents 2.0 model API), ``memory_size`` (0 without memory),
+  then for continuous actions ``continuous_actions`` (sampled), ``continuous_action_output_shape``
+  and ``deterministic_continuous_actions``, for discrete ones ``discrete_actions`` (sampled,
+  int64), ``discrete_action_output_shape`` and ``deterministic_discrete_actions``, and with memory
+  ``recurrent_out`` (``[batch, 1, memory_size]``: the memory to feed back at the next decision);
 - a dynamic batch axis, ONNX opset 9.
 
 Continuous actions come out as the environment takes them: ``clamp(a, -3, 3) / 3`` for PPO,
@@ -49,13 +52,18 @@ class UnityPolicyGraph(nn.Module):
         self.continuous_size = spec.action_spec.continuous_size
         self.branches = tuple(spec.action_spec.discrete_branches)
         self.register_buffer("version_number", torch.tensor([float(MODEL_API_VERSION)]))
-        self.register_buffer("memory_size", torch.tensor([0.0]))
+        self.recurrent = policy.memory_size > 0
+        self.register_buffer("memory_size", torch.tensor([float(policy.memory_size)]))
         self.register_buffer("continuous_shape", torch.tensor([float(self.continuous_size)]))
         self.register_buffer("discrete_shape", torch.tensor([[float(b) for b in self.branches]]))
 
     def input_names(self) -> list[str]:
         names = [f"obs_{i}" for i in range(self.observation_count)]
-        return names + (["action_masks"] if self.branches else [])
+        return (
+            names
+            + (["action_masks"] if self.branches else [])
+            + (["recurrent_in"] if self.recurrent else [])
+        )
 
     def output_names(self) -> list[str]:
         names = ["version_number", "memory_size"]
@@ -65,12 +73,14 @@ class UnityPolicyGraph(nn.Module):
         if self.branches:
             names += ["discrete_actions", "discrete_action_output_shape",
                       "deterministic_discrete_actions"]  # fmt: skip
-        return names
+        return names + (["recurrent_out"] if self.recurrent else [])
 
     def forward(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         obs = list(inputs[: self.observation_count])
         blocked = inputs[self.observation_count] < 0.5 if self.branches else None
-        dist = self.actor(obs, blocked)
+        memory = inputs[-1][:, 0, :] if self.recurrent else None
+        heads = self.actor.head_outputs(obs, blocked, memory)
+        dist = self.actor.distribution(heads)
         sampled_continuous, sampled_discrete = dist.sample()
         greedy_continuous, greedy_discrete = dist.most_likely()
         outputs = [self.version_number, self.memory_size]
@@ -79,6 +89,8 @@ class UnityPolicyGraph(nn.Module):
                         dist.env_continuous(greedy_continuous)]  # fmt: skip
         if self.branches:
             outputs += [sampled_discrete, self.discrete_shape, greedy_discrete]
+        if self.recurrent:
+            outputs.append(heads["memory"].unsqueeze(1))
         return tuple(outputs)
 
 
@@ -118,8 +130,10 @@ def export_onnx(policy: TorchPolicy, path: str | Path) -> Path:
     dummy = [torch.zeros(1, *o.shape) for o in spec.observation_specs]
     if graph.branches:
         dummy.append(torch.ones(1, sum(graph.branches)))
+    if graph.recurrent:
+        dummy.append(torch.zeros(1, 1, policy.memory_size))
     batch = {name: {0: "batch"} for name in graph.input_names()}
-    for name in ("continuous_actions", "discrete_actions"):
+    for name in ("continuous_actions", "discrete_actions", "recurrent_out"):
         if name in graph.output_names():
             batch[name] = {0: "batch"}
     buffer = io.BytesIO()
@@ -127,6 +141,9 @@ def export_onnx(policy: TorchPolicy, path: str | Path) -> Path:
         # the legacy exporter on purpose: Unity's runtimes read opset 9, which the newer
         # torch.export-based exporter does not write
         warnings.simplefilter("ignore", DeprecationWarning)
+        # about LSTMs whose initial state is not an input; ours is (recurrent_in)
+        warnings.filterwarnings("ignore", "Exporting a model to ONNX with a batch_size other")
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)  # an LSTM's shape checks
         torch.onnx.export(
             graph, tuple(dummy), buffer, opset_version=OPSET, input_names=graph.input_names(),
             output_names=graph.output_names(), dynamic_axes=batch, dynamo=False,

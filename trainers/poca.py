@@ -78,6 +78,7 @@ class POCATrainer(PPOTrainer):
     """MA-POCA for one behavior name (see module docstring)."""
 
     hyperparameters: POCASettings  # type: ignore[assignment]
+    supports_memory = False
 
     def _make_learner(self, policy: TorchPolicy) -> None:
         spec = policy.behavior_spec

@@ -10,6 +10,8 @@ from mlagents_envs.base_env import ActionTuple, BehaviorSpec
 
 from trainers.actor import ActionDistribution, Actor
 from trainers.base import ActionOutput, Policy, Weights
+from trainers.exceptions import MemoryUseError
+from trainers.memory import AgentMemories
 from trainers.policy_file import read_policy_record, write_policy_file
 from trainers.settings import NetworkSettings
 from trainers.state_mismatch import load_policy_weights
@@ -38,8 +40,9 @@ def action_tuple(
     )
 
 
-def sampled_output(dist: ActionDistribution) -> ActionOutput:
-    """Draw one action per row of ``dist``, with its per-component log-probabilities."""
+def sampled_output(dist: ActionDistribution, memories: np.ndarray | None = None) -> ActionOutput:
+    """Draw one action per row of ``dist``, with its per-component log-probabilities
+    (``memories``: the agents' memories the draw was made with, stored for training)."""
     continuous, discrete = dist.sample()
     log_probs = dist.log_prob_components(continuous, discrete)
     raw = (
@@ -51,11 +54,16 @@ def sampled_output(dist: ActionDistribution) -> ActionOutput:
         actions=action_tuple(dist, continuous, discrete),
         log_probs=log_probs.cpu().numpy(),
         continuous_raw=raw,
+        memories=memories,
     )
 
 
 class TorchPolicy(Policy):
-    """A policy backed by an ``Actor`` network; batched inference, no per-agent Python work."""
+    """A policy backed by an ``Actor`` network; batched inference, no per-agent Python work.
+
+    With ``network_settings.memory`` it keeps each agent's memory (``trainers.memory``): pass
+    ``agent_ids`` to ``sample``/``act`` and ``forget`` the agents whose episode ended.
+    """
 
     def __init__(
         self,
@@ -78,36 +86,79 @@ class TorchPolicy(Policy):
             squash=squash,
             conditional_std=conditional_std,
         ).to(device)
+        self.memory_size = self.actor.memory_size
+        self.memories = AgentMemories(self.memory_size)
 
     def _distribution(
-        self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None
+        self,
+        obs: list[np.ndarray],
+        action_mask: list[np.ndarray] | None,
+        agent_ids: np.ndarray | None = None,
     ) -> ActionDistribution:
-        return self.actor(to_tensors(obs, self.device), mask_tensor(action_mask, self.device))
+        return self._decision(obs, action_mask, agent_ids)[0]
+
+    def _decision(
+        self,
+        obs: list[np.ndarray],
+        action_mask: list[np.ndarray] | None,
+        agent_ids: np.ndarray | None,
+    ) -> tuple[ActionDistribution, np.ndarray | None]:
+        """The action distribution of each row, and with memory the memories it started from
+        (the agents' memories then move on to the ones after this decision)."""
+        obs_tensors = to_tensors(obs, self.device)
+        mask = mask_tensor(action_mask, self.device)
+        if not self.memory_size:
+            return self.actor(obs_tensors, mask), None
+        if agent_ids is None:
+            raise MemoryUseError(
+                "this policy has memory (network_settings.memory): pass agent_ids=, one per row, "
+                "so that each agent's memory is carried to its next decision"
+            )
+        before = self.memories.recall(agent_ids)
+        heads = self.actor.head_outputs(
+            obs_tensors, mask, torch.as_tensor(before, device=self.device)
+        )
+        self.memories.store(agent_ids, heads["memory"].cpu().numpy())
+        return self.actor.distribution(heads), before
+
+    def forget(self, agent_ids: np.ndarray | None = None) -> None:
+        self.memories.forget(agent_ids)
 
     def sample(
-        self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None = None
+        self,
+        obs: list[np.ndarray],
+        action_mask: list[np.ndarray] | None = None,
+        agent_ids: np.ndarray | None = None,
     ) -> ActionOutput:
+        """Draw actions for a batch of agents (``agent_ids``: needed with memory)."""
         with torch.inference_mode():
-            return sampled_output(self._distribution(obs, action_mask))
+            return sampled_output(*self._decision(obs, action_mask, agent_ids))
 
     def act(
         self,
         obs: list[np.ndarray],
         action_mask: list[np.ndarray] | None = None,
         deterministic: bool = False,
+        agent_ids: np.ndarray | None = None,
     ) -> ActionTuple:
+        """Actions for a batch of agents; with memory, ``agent_ids`` (one per row) says whose
+        memory each row carries on, and ``forget`` must be called when an agent's episode ends."""
         if not deterministic:
-            return self.sample(obs, action_mask).actions
+            return self.sample(obs, action_mask, agent_ids).actions
         with torch.inference_mode():
-            dist = self._distribution(obs, action_mask)
+            dist = self._distribution(obs, action_mask, agent_ids)
             return action_tuple(dist, *dist.most_likely())
 
     def action_probabilities(
-        self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None = None
+        self,
+        obs: list[np.ndarray],
+        action_mask: list[np.ndarray] | None = None,
+        agent_ids: np.ndarray | None = None,
     ) -> list[np.ndarray]:
-        """Probabilities of every discrete action, one ``[n, branch_size]`` array per branch."""
+        """Probabilities of every discrete action, one ``[n, branch_size]`` array per branch
+        (with memory this is a decision: the agents' memories move on)."""
         with torch.inference_mode():
-            dist = self._distribution(obs, action_mask)
+            dist = self._distribution(obs, action_mask, agent_ids)
             return [lp.exp().cpu().numpy() for lp in dist.log_probs_by_branch]
 
     def get_weights(self) -> Weights:
@@ -137,7 +188,9 @@ def load_policy(path: str | Path, device: str = "cpu") -> TorchPolicy:
     """Load a saved policy (final ``<Behavior>.pt``, snapshot or checkpoint) ready to ``act``.
 
     The result has ``act(obs, action_mask=None, deterministic=False) -> ActionTuple`` for a batch
-    of agents and ``action_probabilities(obs, action_mask=None)`` for discrete branches.
+    of agents and ``action_probabilities(obs, action_mask=None)`` for discrete branches. A policy
+    with memory (``memory_size`` > 0) takes ``agent_ids=`` (one per row) in both and carries each
+    agent's memory to its next call; call ``forget(agent_ids)`` when those agents' episodes end.
 
     Raises:
         CheckpointError: the file is missing or is not a ghost-trainer policy file.

@@ -40,6 +40,8 @@ def stackable(policies: Sequence[object]) -> bool:
     """Whether ``policies`` can form a ``PolicyStack`` (all ``TorchPolicy``, one architecture)."""
     if len(policies) < 2 or not all(isinstance(p, TorchPolicy) for p in policies):
         return False
+    if any(p.memory_size for p in policies):  # type: ignore[attr-defined]
+        return False  # each network keeps its own agents' memories
     shapes = [{k: v.shape for k, v in p.actor.state_dict().items()} for p in policies]  # type: ignore[attr-defined]
     first = policies[0]
     return all(s == shapes[0] for s in shapes) and all(

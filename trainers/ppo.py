@@ -25,8 +25,10 @@ from trainers.intrinsic_rewards import IntrinsicSignal, make_intrinsic_signals
 from trainers.magnet import Magnet
 from trainers.networks import ValueNetwork
 from trainers.policy import TorchPolicy, to_tensors
+from trainers.ppo_sequences import CriticMemories, critic_pass, masked_mean
 from trainers.rl_trainer import RLTrainer, decayed
 from trainers.rollout import Transitions
+from trainers.sequences import Sequences, cut_sequences
 
 #: rows per no-grad critic pass over the buffer
 _CHUNK = 8192
@@ -35,12 +37,16 @@ CriticLoss = Callable[[torch.Tensor, float], dict[str, torch.Tensor]]
 
 
 def clipped_value_loss(
-    estimate: torch.Tensor, old: torch.Tensor, target: torch.Tensor, epsilon: float
+    estimate: torch.Tensor,
+    old: torch.Tensor,
+    target: torch.Tensor,
+    epsilon: float,
+    valid: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """PPO's value loss: the larger squared error of the new estimate and of the estimate clipped
-    to within ``epsilon`` of the ``old`` one."""
+    to within ``epsilon`` of the ``old`` one (averaged over the ``valid`` rows when given)."""
     clipped = old + torch.clamp(estimate - old, -epsilon, epsilon)
-    return torch.max((target - estimate) ** 2, (target - clipped) ** 2).mean()
+    return masked_mean(torch.max((target - estimate) ** 2, (target - clipped) ** 2), valid)
 
 
 class _Rollout(NamedTuple):
@@ -53,19 +59,28 @@ class _Rollout(NamedTuple):
     old_log_probs: torch.Tensor
     #: normalized over the rollout
     advantages: torch.Tensor
+    #: with memory: the rollout cut into sequences (minibatch "rows" are then sequences)
+    sequences: Sequences | None = None
+    #: with memory: the actor's stored memory at each sequence's first step
+    start_memories: torch.Tensor | None = None
 
 
 class PPOTrainer(RLTrainer):
     """PPO for one behavior name (see module docstring)."""
 
     hyperparameters: PPOSettings
+    supports_memory = True
     #: the learned reward signals (``reward_signals.curiosity``/``rnd``) and their critics
     signals: dict[str, IntrinsicSignal] = {}  # replaced by _make_learner, never changed in place
     signal_critics: torch.nn.ModuleDict = torch.nn.ModuleDict()
+    #: with memory: the critic's memory per agent slot between rollouts
+    critic_memories: CriticMemories | None = None
 
     def _make_learner(self, policy: TorchPolicy) -> None:
         if self.hyperparameters.shared_critic:
             raise UnsupportedFeatureError(SHARED_CRITIC_UNSUPPORTED)
+        self._check_memory_support()
+        self.critic_memories = CriticMemories(policy.memory_size) if policy.memory_size else None
         obs_specs = list(policy.behavior_spec.observation_specs)
         self.critic = ValueNetwork(obs_specs, self.settings.network_settings).to(self.device)
         self.signals = make_intrinsic_signals(policy.behavior_spec, self.settings.reward_signals)
@@ -95,6 +110,25 @@ class PPOTrainer(RLTrainer):
 
     def _on_environment_reset(self) -> None:
         self.buffer.cut_links()
+        if self.critic_memories is not None:
+            self.critic_memories.clear()
+
+    def _check_memory_support(self) -> None:
+        """Refuse what does not work with ``network_settings.memory`` yet."""
+        memory = self.settings.network_settings.memory
+        if memory is None:
+            return
+        learned = [key for key in self.settings.reward_signals if key != "extrinsic"]
+        if learned:
+            raise UnsupportedFeatureError(
+                f"network_settings.memory with the {', '.join(learned)} reward signal(s) is not "
+                "supported yet; remove the memory section or those signals"
+            )
+        if self.hyperparameters.magnet_strength > 0:
+            raise UnsupportedFeatureError(
+                "network_settings.memory with magnet_strength > 0 is not supported yet; set "
+                "magnet_strength: 0 or remove the memory section"
+            )
 
     def _ready(self) -> bool:
         return len(self.buffer) >= self.hyperparameters.buffer_size
@@ -124,6 +158,9 @@ class PPOTrainer(RLTrainer):
         return obs
 
     def _update(self) -> None:
+        if self.critic_memories is not None:
+            self._update_sequences()
+            return
         data, next_index, bounds = self.buffer.contents()
         self.buffer.clear()
         obs = self._rollout_obs(data)
@@ -161,6 +198,59 @@ class PPOTrainer(RLTrainer):
 
         self._optimize(data, obs, advantages, value_loss, {"Losses/Value Loss": 0.5})
 
+    def _update_sequences(self) -> None:
+        """The update of networks with memory: GAE from the critic's value pass along the
+        trajectories, then minibatches of whole sequences (``trainers.ppo_sequences``)."""
+        assert self.critic_memories is not None and self.settings.network_settings.memory
+        data, next_index, bounds = self.buffer.contents()
+        self.buffer.clear()
+        obs = self._rollout_obs(data)
+        sequences = cut_sequences(
+            next_index, data.slots, self.settings.network_settings.memory.sequence_length
+        )
+        values_pass = critic_pass(
+            self.critic,
+            obs=obs,
+            next_obs=data.next_obs,
+            sequences=sequences,
+            needs_next=(next_index < 0) & ~data.dones,
+            ended=data.ended,
+            carried=self.critic_memories,
+        )
+        values, next_values = values_pass.values, values_pass.next_values
+        linked = next_index >= 0
+        next_values[linked] = values[next_index[linked]]
+        advantages = compute_gae(
+            rewards=self.scaled_rewards(data),
+            values=values,
+            next_values=next_values,
+            dones=data.dones,
+            next_index=next_index,
+            chunk_bounds=bounds,
+            gamma=self.settings.gamma,
+            lambd=self.hyperparameters.lambd,
+        )
+        self.stats.add("Policy/Extrinsic Value Estimate", float(values.mean()))
+        returns = self._tensor(advantages + values)
+        old_values = self._tensor(values)
+        gather = torch.as_tensor(sequences.gather_rows(), device=self.device)
+        valid = torch.as_tensor(sequences.valid, device=self.device)
+        length = sequences.sequence_length
+
+        def value_loss(chosen: torch.Tensor, epsilon: float) -> dict[str, torch.Tensor]:
+            rows = gather.view(len(sequences), length)[chosen].reshape(-1)
+            estimate, _ = self.critic.recurrent(
+                [o[rows] for o in obs], values_pass.start_memories[chosen], length
+            )
+            loss = clipped_value_loss(
+                estimate, old_values[rows], returns[rows], epsilon, valid[chosen].reshape(-1)
+            )
+            return {"Losses/Value Loss": loss}
+
+        self._optimize(
+            data, obs, advantages, value_loss, {"Losses/Value Loss": 0.5}, sequences=sequences
+        )
+
     def _bootstrap(
         self,
         critic: torch.nn.Module,
@@ -193,10 +283,12 @@ class PPOTrainer(RLTrainer):
         advantages: np.ndarray,
         critic_loss: CriticLoss,
         critic_weights: dict[str, float],
+        sequences: Sequences | None = None,
     ) -> None:
         """``num_epoch`` shuffled passes of minibatches on the clipped surrogate of the normalized
         ``advantages``, minus ``beta`` times the entropy, plus each of ``critic_loss``'s terms
-        times its weight in ``critic_weights``."""
+        times its weight in ``critic_weights``. With ``sequences`` a minibatch is
+        ``batch_size // sequence_length`` whole sequences, and ``critic_loss`` gets their indices."""
         assert self.policy is not None
         h = self.hyperparameters
         learning_rate, beta, epsilon = self._schedules()
@@ -205,6 +297,13 @@ class PPOTrainer(RLTrainer):
         rollout = self._minibatch_source(data, obs, advantages)
         n = len(data)
         batch_size = min(h.batch_size, n)
+        if sequences is not None:
+            rollout = rollout._replace(
+                sequences=sequences,
+                start_memories=self._tensor(data.memories[sequences.rows[:, 0]]),
+            )
+            n = len(sequences)
+            batch_size = min(max(h.batch_size // sequences.sequence_length, 1), n)
         totals = dict.fromkeys(["policy", "entropy", "magnet", *critic_weights], 0.0)
         updates = 0
         for _ in range(h.num_epoch):
@@ -248,11 +347,23 @@ class PPOTrainer(RLTrainer):
         self, rollout: _Rollout, rows: torch.Tensor, epsilon: float
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """The clipped surrogate loss, the mean entropy and the magnet's pull (None without a
-        magnet) on the minibatch ``rows``."""
+        magnet) on the minibatch ``rows`` (sequences, with memory)."""
         assert self.policy is not None
-        obs = [o[rows] for o in rollout.obs]
-        masks = None if rollout.masks is None else rollout.masks[rows]
-        dist = self.policy.actor(obs, masks)
+        valid = None
+        if rollout.sequences is not None:
+            assert rollout.start_memories is not None
+            start_memories = rollout.start_memories[rows]
+            chosen = rollout.sequences.rows[rows.cpu().numpy()]
+            valid = self._tensor(chosen >= 0).reshape(-1)
+            rows = self._tensor(np.where(chosen >= 0, chosen, 0).reshape(-1))
+            obs = [o[rows] for o in rollout.obs]
+            masks = None if rollout.masks is None else rollout.masks[rows]
+            heads = self.policy.actor.head_outputs(obs, masks, start_memories, chosen.shape[1])
+            dist = self.policy.actor.distribution(heads)
+        else:
+            obs = [o[rows] for o in rollout.obs]
+            masks = None if rollout.masks is None else rollout.masks[rows]
+            dist = self.policy.actor(obs, masks)
         log_probs = dist.log_prob_components(
             None if rollout.continuous is None else rollout.continuous[rows],
             None if rollout.discrete is None else rollout.discrete[rows],
@@ -260,10 +371,11 @@ class PPOTrainer(RLTrainer):
         # one ratio per action component, each clipped on its own (ML-Agents' PPO)
         ratio = torch.exp(log_probs - rollout.old_log_probs[rows])
         advantage = rollout.advantages[rows].unsqueeze(1)
-        policy_loss = -torch.min(
-            ratio * advantage, torch.clamp(ratio, 1 - epsilon, 1 + epsilon) * advantage
-        ).mean()
-        entropy = dist.mean_entropy().mean()
+        policy_loss = -masked_mean(
+            torch.min(ratio * advantage, torch.clamp(ratio, 1 - epsilon, 1 + epsilon) * advantage),
+            valid,
+        )
+        entropy = masked_mean(dist.mean_entropy(), valid)
         pull = None if self.magnet is None else self.magnet.divergence(dist, obs, masks)
         return policy_loss, entropy, pull
 
@@ -301,6 +413,8 @@ class PPOTrainer(RLTrainer):
         }
         if self.magnet is not None:
             state["magnet"] = self.magnet.state_dict()
+        if self.critic_memories is not None:
+            state["critic_memories"] = self.critic_memories.state_dict()
         if self.signals:
             state["reward_signals"] = {
                 key: {"critic": self.signal_critics[key].state_dict(), **signal.state_dict()}
@@ -318,6 +432,8 @@ class PPOTrainer(RLTrainer):
         if set(saved_signals) == set(self.signals):
             self.optimizer.load_state_dict(state["optimizer"])
         self.buffer.load_state_dict(state["buffer"])
+        if self.critic_memories is not None and "critic_memories" in state:
+            self.critic_memories.load_state_dict(state["critic_memories"])
         if self.magnet is not None:
             # a run that turned the magnet on at resume starts it at the policy
             self.magnet.load_state_dict(state.get("magnet", self.policy.actor.state_dict()))

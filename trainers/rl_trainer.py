@@ -15,6 +15,7 @@ from mlagents_envs.base_env import BehaviorSpec
 
 from envs.behavior_id import BehaviorId
 from trainers.base import Policy, Trainer
+from trainers.exceptions import UnsupportedFeatureError
 from trainers.policy import TorchPolicy
 from trainers.policy_file import policy_record
 from trainers.rollout import FinishedEpisodes, TransitionAssembler, Transitions
@@ -38,6 +39,8 @@ class RLTrainer(Trainer):
     #: continuous actions squashed with tanh (SAC) rather than clipped (PPO)
     squash = False
     conditional_std = False
+    #: whether the algorithm trains networks with ``network_settings.memory``
+    supports_memory = False
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -52,6 +55,11 @@ class RLTrainer(Trainer):
 
     # -- wiring ----------------------------------------------------------------------------
     def create_policy(self, behavior_id: BehaviorId, behavior_spec: BehaviorSpec) -> TorchPolicy:
+        if self.settings.network_settings.memory is not None and not self.supports_memory:
+            raise UnsupportedFeatureError(
+                f"network_settings.memory is not supported with trainer_type "
+                f"{self.settings.trainer_type} yet, only with ppo; remove the memory section"
+            )
         return TorchPolicy(
             behavior_spec=behavior_spec,
             network_settings=self.settings.network_settings,
@@ -67,6 +75,7 @@ class RLTrainer(Trainer):
             time_horizon=self.settings.time_horizon,
             slot_table=self._slot_table,
             table_key=len(self.assemblers),
+            memory_size=policy.memory_size,
         )
         if self.policy is None:
             self.policy = policy

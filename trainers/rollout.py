@@ -56,6 +56,8 @@ class Transitions:
     group_rewards: np.ndarray | None = None
     #: the agent's group, unique across environments (0: in no group)
     groups: np.ndarray | None = None
+    #: with memory: the acting policy's memory before each action (``[n, memory_size]``)
+    memories: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.rewards)
@@ -96,10 +98,13 @@ class TransitionAssembler:
         time_horizon: int,
         slot_table: dict[tuple[int, int], int] | None = None,
         table_key: int = 0,
+        memory_size: int = 0,
     ) -> None:
         """``slot_table`` may be shared by the assemblers of one trainer (each with its own
-        ``table_key``) so that slot numbers, which key trajectories downstream, never collide."""
+        ``table_key``) so that slot numbers, which key trajectories downstream, never collide.
+        ``memory_size``: the acting policy's memory, kept with each transition (0: none)."""
         self.time_horizon = time_horizon
+        self._memory_size = memory_size
         self._table_key = table_key
         self._obs_shapes = [tuple(o.shape) for o in behavior_spec.observation_specs]
         self._continuous = behavior_spec.action_spec.continuous_size
@@ -126,6 +131,7 @@ class TransitionAssembler:
             ("_pending_discrete", (len(self._branches),), np.int32),
             ("_pending_mask", (sum(self._branches),), bool),
             ("_pending_log_probs", (self._continuous + len(self._branches),), np.float32),
+            ("_pending_memory", (self._memory_size,), np.float32),
             ("_pending", (), bool),
             ("_since_cut", (), np.int64),
             ("_episode_reward", (), np.float64),
@@ -192,6 +198,7 @@ class TransitionAssembler:
             ended=np.full(len(slots), isinstance(steps, TerminalSteps)),
             group_rewards=steps.group_reward[rows].astype(np.float32),
             groups=group_keys(steps.agent_id[rows], steps.group_id[rows]),
+            memories=self._pending_memory[slots] if self._memory_size else None,
         )
 
     def add(self, batch: StepBatch) -> tuple[Transitions | None, FinishedEpisodes | None]:
@@ -288,6 +295,9 @@ class TransitionAssembler:
             self._pending_discrete[slots] = output.actions.discrete
             self._pending_mask[slots] = flat_mask if flat_mask is not None else False
         self._pending_log_probs[slots] = output.log_probs
+        if self._memory_size:
+            assert output.memories is not None, "a policy with memory returns its memories"
+            self._pending_memory[slots] = output.memories
         self._pending[slots] = True
 
     def state_dict(self) -> dict[str, object]:

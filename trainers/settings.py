@@ -47,7 +47,9 @@ class ConditioningType(str, enum.Enum):
 
 @attrs.frozen(kw_only=True)
 class MemorySettings:
-    """Recurrent memory (accepted by the schema, rejected by the loader until it exists)."""
+    """Recurrent memory: an LSTM whose state (``memory_size`` floats, hidden then cell) each
+    agent carries between decisions, trained on sequences of ``sequence_length`` steps
+    (``trainers.memory``, ``trainers.sequences``; PPO only)."""
 
     sequence_length: int = attrs.field(default=64, validator=positive)
     memory_size: int = attrs.field(default=128, validator=positive)

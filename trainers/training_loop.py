@@ -308,6 +308,8 @@ class TrainingLoop:
         """Reset every environment; trainers drop their partial trajectories."""
         for trainer in self.trainers.values():
             trainer.end_episode()
+        for processor in self.processors.values():
+            processor.forget_memories()
         return self.stepper.reset()
 
     def _apply_published_policies(self, force: bool = False) -> None:

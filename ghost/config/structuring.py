@@ -291,11 +291,15 @@ def _check_sampling(sampling: SamplingSettings) -> None:
 
 
 def _check_network(network: NetworkSettings) -> None:
-    if network.memory is not None:
-        raise ConfigProblem(
-            "recurrent networks (memory) are not supported yet; remove the memory section",
-            kind=UnsupportedFeatureError,
-        ).below("memory")
+    if network.memory is not None and network.memory.memory_size % 2:
+        raise (
+            ConfigProblem(
+                "memory_size must be even: the LSTM's hidden and cell states take half each",
+                value=network.memory.memory_size,
+            )
+            .below("memory_size")
+            .below("memory")
+        )
     if network.vis_encode_type not in SUPPORTED_ENCODERS:
         supported = ", ".join(encoder.value for encoder in SUPPORTED_ENCODERS)
         raise ConfigProblem(
@@ -303,6 +307,29 @@ def _check_network(network: NetworkSettings) -> None:
             value=network.vis_encode_type.value,
             kind=UnsupportedFeatureError,
         ).below("vis_encode_type")
+
+
+def _check_memory_support(settings: BehaviorSettings, trainer_type: str) -> None:
+    """``network_settings.memory`` works with PPO alone for now, without learned reward signals,
+    the magnet or the distilled average policy."""
+    if settings.network_settings.memory is None:
+        return
+    reason = None
+    if trainer_type != "ppo":
+        reason = f"memory is not supported with trainer_type {trainer_type} yet, only with ppo"
+    elif any(key != "extrinsic" for key in settings.reward_signals):
+        learned = ", ".join(key for key in settings.reward_signals if key != "extrinsic")
+        reason = f"memory with the {learned} reward signal(s) is not supported yet"
+    elif getattr(settings.hyperparameters, "magnet_strength", 0) > 0:
+        reason = "memory with hyperparameters.magnet_strength > 0 is not supported yet"
+    elif settings.self_play is not None and settings.self_play.average_policy.enabled:
+        reason = "memory with self_play.average_policy is not supported yet"
+    if reason is not None:
+        raise (
+            ConfigProblem(f"{reason}; remove the memory section", kind=UnsupportedFeatureError)
+            .below("memory")
+            .below("network_settings")
+        )
 
 
 def _structure_reward_signals(signals: Any, trainer_type: str) -> dict[str, Any]:
@@ -372,6 +399,7 @@ def _structure_trainer_settings(value: Any, _: type) -> BehaviorSettings:
             .below("shared_critic")
             .below("hyperparameters")
         )
+    _check_memory_support(settings, trainer_type)
     if "extrinsic" not in settings.reward_signals:
         raise ConfigProblem(
             "the extrinsic reward signal is required; add `extrinsic: {}`",

@@ -21,6 +21,7 @@ import numpy as np
 from mlagents_envs.base_env import ActionTuple
 
 from envs.seated_game import SeatedGame
+from trainers.memory import act_on_steps
 
 
 class Player(Protocol):
@@ -92,6 +93,9 @@ def play_seated(
             ):  # fmt: skip
                 if not cut and len(rewards[agent_id % env.num_seats]) < games:
                     rewards[agent_id % env.num_seats].append(reward)
+            for player in players.values():
+                if len(terminal) and getattr(player, "memory_size", 0):
+                    player.forget(terminal.agent_id)
             if len(decision):
                 env.set_actions(name, _act(players, decision, env.num_seats, deterministic))
         finished = min(len(values) for values in rewards.values())
@@ -108,9 +112,8 @@ def _act(
     continuous = discrete = None
     for seat in np.unique(seats).tolist():
         rows = np.flatnonzero(seats == seat)
-        mask = None if decision.action_mask is None else [m[rows] for m in decision.action_mask]
-        answer = players[seat].act(
-            [o[rows] for o in decision.obs], mask, deterministic.get(seat, False)
+        answer = act_on_steps(
+            players[seat], decision, deterministic=deterministic.get(seat, False), rows=rows
         )
         if continuous is None:
             continuous = np.zeros((len(seats), answer.continuous.shape[1]), np.float32)

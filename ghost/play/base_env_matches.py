@@ -48,6 +48,7 @@ from ghost.play.head_to_head import (
 from ghost.play.matches import Seat, describe_spec, spec_fits
 from ghost.play.run_environment import EnvOverrides, RunEnvironment
 from ghost.play.run_record import RunRecord
+from trainers.memory import act_on_steps
 from trainers.policy import load_policy
 
 logger = logging.getLogger(__name__)
@@ -176,12 +177,12 @@ class EnvMatch:
     def step(self) -> None:
         """Every seat acts on its behavior's decision steps, then the environment steps."""
         for seat in self.seats:
-            decision, _ = self.env.get_steps(seat.behavior_name)
+            decision, terminal = self.env.get_steps(seat.behavior_name)
             if len(decision) == 0:
+                if len(terminal) and getattr(seat.actor, "memory_size", 0):
+                    seat.actor.forget(terminal.agent_id)
                 continue
-            actions = seat.actor.act(
-                decision.obs, action_mask=decision.action_mask, deterministic=seat.deterministic
-            )
+            actions = act_on_steps(seat.actor, decision, terminal, deterministic=seat.deterministic)
             self.env.set_actions(seat.behavior_name, actions)
         self.env.step()
 

@@ -30,6 +30,7 @@ from envs.matrix_games import MatrixGame
 from envs.vector_game import Role, VectorGame
 from ghost.exceptions import CheckpointError, ConfigError, EnvironmentSourceError
 from ghost.play.run_record import RunRecord
+from trainers.memory import act_on_steps
 from trainers.policy import load_policy
 
 
@@ -216,10 +217,8 @@ class Match:
     def step(self) -> None:
         """Every seat acts on its decision steps, then the game advances one step."""
         for seat in self.seats:
-            decision, _ = self.env.get_steps(seat.behavior_name)
-            actions = seat.actor.act(
-                decision.obs, action_mask=decision.action_mask, deterministic=seat.deterministic
-            )
+            decision, terminal = self.env.get_steps(seat.behavior_name)
+            actions = act_on_steps(seat.actor, decision, terminal, deterministic=seat.deterministic)
             self.env.set_actions(seat.behavior_name, actions)
         self.env.step()
 

@@ -63,7 +63,11 @@ def _merge(groups: list[tuple[np.ndarray, ActionOutput]], spec: ActionSpec) -> A
 
 
 class OpponentPolicy(ArenaPolicy):
-    """Acts for a ghosted team with a different opponent per arena (``opponents_per_swap``)."""
+    """Acts for a ghosted team with a different opponent per arena (``opponents_per_swap``).
+
+    With memory, each opponent's network keeps the memories of the agents it plays, and forgets
+    them all when opponents are assigned (a swap): a new opponent starts from no memory.
+    """
 
     def __init__(self, *, make_policy: Callable[[], Policy]) -> None:
         self._make_policy = make_policy
@@ -79,6 +83,7 @@ class OpponentPolicy(ArenaPolicy):
         while len(self._networks) < len(opponents):
             self._networks.append(self._make_policy())
         self._policies = []
+        self.forget()
         for network, opponent in zip(self._networks, opponents, strict=False):
             if opponent.fixed is not None:
                 components = action_components(self.behavior_spec.action_spec)
@@ -95,12 +100,38 @@ class OpponentPolicy(ArenaPolicy):
         slot = int(opponent_slots(np.asarray([arena]), len(self.opponents))[0])
         return self.opponents[slot]
 
-    def sample_in_arenas(
-        self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None, arenas: np.ndarray
+    @property
+    def memory_size(self) -> int:  # type: ignore[override]
+        """The largest memory of the networks and opponents acting (0: none carries memory)."""
+        return max(getattr(p, "memory_size", 0) for p in [*self._networks, *self._policies])
+
+    def forget(self, agent_ids: np.ndarray | None = None) -> None:
+        for policy in [*self._networks, *self._policies]:
+            if getattr(policy, "memory_size", 0):
+                policy.forget(agent_ids)
+
+    def _sample_with(
+        self,
+        policy: Any,
+        obs: list[np.ndarray],
+        action_mask: list[np.ndarray] | None,
+        agent_ids: np.ndarray | None,
     ) -> ActionOutput:
+        if getattr(policy, "memory_size", 0):
+            return policy.sample(obs, action_mask, agent_ids=agent_ids)
+        return policy.sample(obs, action_mask)
+
+    def sample_in_arenas(
+        self,
+        obs: list[np.ndarray],
+        action_mask: list[np.ndarray] | None,
+        arenas: np.ndarray,
+        agent_ids: np.ndarray | None = None,
+    ) -> ActionOutput:
+        """Each agent's action from the opponent of its arena (``agent_ids``: with memory)."""
         count = len(self.opponents)
         if count <= 1:
-            return self._policies[0].sample(obs, action_mask)
+            return self._sample_with(self._policies[0], obs, action_mask, agent_ids)
         slots = opponent_slots(arenas, count)
         groups: list[tuple[np.ndarray, ActionOutput]] = []
         loose = np.ones(len(slots), dtype=bool)
@@ -118,8 +149,11 @@ class OpponentPolicy(ArenaPolicy):
                 loose[stacked] = False
         for slot in np.unique(slots[loose]):
             chosen = np.flatnonzero(loose & (slots == slot))
-            output = self._policies[slot].sample(
-                [o[chosen] for o in obs], _masks(action_mask, chosen)
+            output = self._sample_with(
+                self._policies[slot],
+                [o[chosen] for o in obs],
+                _masks(action_mask, chosen),
+                None if agent_ids is None else agent_ids[chosen],
             )
             groups.append((chosen, output))
         return _merge(groups, self.behavior_spec.action_spec)
@@ -135,18 +169,24 @@ class OpponentPolicy(ArenaPolicy):
             self._stack_member[networks] = np.arange(len(networks))
 
     def sample(
-        self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None = None
+        self,
+        obs: list[np.ndarray],
+        action_mask: list[np.ndarray] | None = None,
+        agent_ids: np.ndarray | None = None,
     ) -> ActionOutput:
-        return self._policies[0].sample(obs, action_mask)
+        return self._sample_with(self._policies[0], obs, action_mask, agent_ids)
 
     def act(self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None = None,
-            deterministic: bool = False) -> ActionTuple:  # fmt: skip
+            deterministic: bool = False, agent_ids: np.ndarray | None = None) -> ActionTuple:  # fmt: skip
+        if getattr(self._policies[0], "memory_size", 0):
+            return self._policies[0].act(obs, action_mask, deterministic, agent_ids=agent_ids)
         return self._policies[0].act(obs, action_mask, deterministic)
 
     def get_weights(self) -> Weights:
         return self._networks[0].get_weights()
 
     def load_weights(self, weights: Weights) -> None:
+        self.forget()
         for network in self._networks:
             network.load_weights(weights)
         self._policies = list(self._networks[: max(len(self.opponents), 1)])
