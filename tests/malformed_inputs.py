@@ -100,9 +100,14 @@ MALFORMED_INPUTS = [
         behavior("    trainer_type: poca\n    hyperparameters: {shared_critic: true}\n"),
     ),
     MalformedInput(
-        "recurrent memory",
-        "not supported yet",
-        behavior("    network_settings: {memory: {memory_size: 64}}\n"),
+        "recurrent memory with sac",
+        "not supported with trainer_type sac yet",
+        behavior("    trainer_type: sac\n    network_settings: {memory: {memory_size: 64}}\n"),
+    ),
+    MalformedInput(
+        "odd memory_size",
+        "memory_size must be even",
+        behavior("    network_settings: {memory: {memory_size: 63}}\n"),
     ),
     MalformedInput(
         "unknown schedule",
