@@ -6,6 +6,10 @@ normalized over the buffer, then ``num_epoch`` shuffled passes of ``batch_size``
 ``policy_loss + 0.5 * value_loss - beta * entropy`` (clipped surrogate and clipped value loss).
 ``learning_rate``, ``beta`` and ``epsilon`` decay linearly to 1e-10, 1e-5 and 0.1 over ``max_steps``
 when their schedule is ``linear``.
+
+With ``network_settings.memory`` the values come from a pass of the critic's LSTM along each
+agent's trajectories (``trainers.ppo_sequences``) and a minibatch is whole sequences of
+``sequence_length`` steps (``trainers.sequences``), padding masked out of every loss.
 """
 
 from __future__ import annotations
