@@ -298,3 +298,25 @@ def test_padding_changes_no_loss_of_the_update(tmp_path):
         policy_loss, entropy, _ = trainer._actor_losses(layout, torch.tensor([0]), 0.2)
         losses.append((policy_loss.item(), entropy.item()))
     assert losses[0] == pytest.approx(losses[1], rel=1e-6)
+
+
+def test_self_play_with_memory_swaps_opponents_changes_teams_and_resumes(tmp_path):
+    import ghost
+    from tests.fake_envs import make_duel
+
+    duel = {
+        "hyperparameters": {"batch_size": 64, "buffer_size": 256},
+        "network_settings": {"hidden_units": 16, "memory": {"memory_size": 8, "sequence_length": 4}},
+        "max_steps": 1200,
+        "summary_freq": 600,
+        "checkpoint_interval": 600,
+        "self_play": {"save_steps": 200, "swap_steps": 100, "team_change": 400,
+                      "opponents_per_swap": 2},
+    }  # fmt: skip
+    config = {"behaviors": {"Duel": duel}}
+    first = ghost.train(config, env=make_duel, run_id="duel", results_dir=tmp_path, seed=1)
+    assert first.steps["Duel"] >= 1200
+    assert load_policy(first.policies["Duel"]).memory_size == 8
+    longer = {"behaviors": {"Duel": {**duel, "max_steps": 1800}}}
+    resumed = ghost.train(longer, env=make_duel, run_id="duel", results_dir=tmp_path, resume=True)
+    assert resumed.steps["Duel"] >= 1800
