@@ -302,6 +302,7 @@ class PPOTrainer(RLTrainer):
         n = len(data)
         batch_size = min(h.batch_size, n)
         if sequences is not None:
+            assert data.memories is not None, "the acting policy stored its memories"
             rollout = rollout._replace(
                 sequences=sequences,
                 start_memories=self._tensor(data.memories[sequences.rows[:, 0]]),
