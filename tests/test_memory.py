@@ -320,3 +320,13 @@ def test_self_play_with_memory_swaps_opponents_changes_teams_and_resumes(tmp_pat
     longer = {"behaviors": {"Duel": {**duel, "max_steps": 1800}}}
     resumed = ghost.train(longer, env=make_duel, run_id="duel", results_dir=tmp_path, resume=True)
     assert resumed.steps["Duel"] >= 1800
+
+
+def test_exploitability_refuses_a_policy_with_memory():
+    from types import SimpleNamespace
+
+    from ghost.play.exploitability import table_probabilities
+
+    table = SimpleNamespace(legal=np.ones((2, 3), dtype=bool))
+    with pytest.raises(MemoryUseError, match="memory"):
+        table_probabilities(table, {0: _policy()})
