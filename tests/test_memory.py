@@ -4,6 +4,7 @@ no policy without memory can do better than chance on; resume keeps every recurr
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 import pytest
 import torch
@@ -330,3 +331,22 @@ def test_exploitability_refuses_a_policy_with_memory():
     table = SimpleNamespace(legal=np.ones((2, 3), dtype=bool))
     with pytest.raises(MemoryUseError, match="memory"):
         table_probabilities(table, {0: _policy()})
+
+
+def test_curiosity_and_rnd_train_with_memory_and_resume(tmp_path):
+    from trainers.settings import CuriositySettings, RNDSettings
+
+    signals = {"curiosity": CuriositySettings(strength=0.1), "rnd": RNDSettings(strength=0.1)}
+    settings = _settings(4096, memory=True)
+    settings = attrs.evolve(
+        settings, reward_signals={"extrinsic": RewardSignalSettings(), **signals}
+    )
+    trainer = _train(tmp_path, settings).trainers["Recall"]
+    assert {"Policy/Curiosity Value Estimate", "Policy/RND Value Estimate",
+            "Losses/Curiosity Forward Loss", "Losses/RND Loss"} <= set(trainer.stats.latest)  # fmt: skip
+    assert all(memories.memory.any() for memories in trainer.signal_memories.values())
+    again = _train(tmp_path, settings, resume=True).trainers["Recall"]
+    for key in signals:
+        torch.testing.assert_close(
+            again.signal_critics[key].state_dict(), trainer.signal_critics[key].state_dict()
+        )
