@@ -105,6 +105,11 @@ MALFORMED_INPUTS = [
         behavior("    trainer_type: sac\n    network_settings: {memory: {memory_size: 64}}\n"),
     ),
     MalformedInput(
+        "odd memory_size",
+        "memory_size must be even",
+        behavior("    network_settings: {memory: {memory_size: 63}}\n"),
+    ),
+    MalformedInput(
         "unknown schedule",
         "learning_rate_schedule",
         behavior("    hyperparameters: {learning_rate_schedule: sometimes}\n"),

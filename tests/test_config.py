@@ -227,7 +227,7 @@ def test_numbers_as_yaml_reads_them(write_yaml):
             "network_settings.memory",
         ),
         (
-            behavior(network_settings={"memory": {}}, reward_signals={"extrinsic": {}, "rnd": {}}),
+            behavior(network_settings={"memory": {}}, hyperparameters={"magnet_strength": 0.1}),
             "network_settings.memory",
         ),
         (

@@ -4,6 +4,7 @@ no policy without memory can do better than chance on; resume keeps every recurr
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 import pytest
 import torch
@@ -298,3 +299,54 @@ def test_padding_changes_no_loss_of_the_update(tmp_path):
         policy_loss, entropy, _ = trainer._actor_losses(layout, torch.tensor([0]), 0.2)
         losses.append((policy_loss.item(), entropy.item()))
     assert losses[0] == pytest.approx(losses[1], rel=1e-6)
+
+
+def test_self_play_with_memory_swaps_opponents_changes_teams_and_resumes(tmp_path):
+    import ghost
+    from tests.fake_envs import make_duel
+
+    duel = {
+        "hyperparameters": {"batch_size": 64, "buffer_size": 256},
+        "network_settings": {"hidden_units": 16, "memory": {"memory_size": 8, "sequence_length": 4}},
+        "max_steps": 1200,
+        "summary_freq": 600,
+        "checkpoint_interval": 600,
+        "self_play": {"save_steps": 200, "swap_steps": 100, "team_change": 400,
+                      "opponents_per_swap": 2},
+    }  # fmt: skip
+    config = {"behaviors": {"Duel": duel}}
+    first = ghost.train(config, env=make_duel, run_id="duel", results_dir=tmp_path, seed=1)
+    assert first.steps["Duel"] >= 1200
+    assert load_policy(first.policies["Duel"]).memory_size == 8
+    longer = {"behaviors": {"Duel": {**duel, "max_steps": 1800}}}
+    resumed = ghost.train(longer, env=make_duel, run_id="duel", results_dir=tmp_path, resume=True)
+    assert resumed.steps["Duel"] >= 1800
+
+
+def test_exploitability_refuses_a_policy_with_memory():
+    from types import SimpleNamespace
+
+    from ghost.play.exploitability import table_probabilities
+
+    table = SimpleNamespace(legal=np.ones((2, 3), dtype=bool))
+    with pytest.raises(MemoryUseError, match="memory"):
+        table_probabilities(table, {0: _policy()})
+
+
+def test_curiosity_and_rnd_train_with_memory_and_resume(tmp_path):
+    from trainers.settings import CuriositySettings, RNDSettings
+
+    signals = {"curiosity": CuriositySettings(strength=0.1), "rnd": RNDSettings(strength=0.1)}
+    settings = _settings(4096, memory=True)
+    settings = attrs.evolve(
+        settings, reward_signals={"extrinsic": RewardSignalSettings(), **signals}
+    )
+    trainer = _train(tmp_path, settings).trainers["Recall"]
+    assert {"Policy/Curiosity Value Estimate", "Policy/RND Value Estimate",
+            "Losses/Curiosity Forward Loss", "Losses/RND Loss"} <= set(trainer.stats.latest)  # fmt: skip
+    assert all(memories.memory.any() for memories in trainer.signal_memories.values())
+    again = _train(tmp_path, settings, resume=True).trainers["Recall"]
+    for key in signals:
+        torch.testing.assert_close(
+            again.signal_critics[key].state_dict(), trainer.signal_critics[key].state_dict()
+        )

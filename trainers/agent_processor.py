@@ -40,7 +40,7 @@ class AgentProcessor:
         decision = steps.decision
         check_behavior_steps(steps.behavior_id, self.behavior_spec, decision, steps.terminal)
         # an agent in both lists ended an episode and begins the next: it starts from no memory
-        remembers = self.policy.memory_size > 0
+        remembers = getattr(self.policy, "memory_size", 0) > 0
         if remembers and len(steps.terminal):
             self.policy.forget(steps.terminal.agent_id)
         by_agent = {"agent_ids": decision.agent_id} if remembers else {}
@@ -58,4 +58,5 @@ class AgentProcessor:
 
     def forget_memories(self) -> None:
         """The environments were reset: every agent starts again from no memory."""
-        self.policy.forget()
+        if getattr(self.policy, "memory_size", 0):
+            self.policy.forget()

@@ -94,6 +94,12 @@ class AgentMemories:
             self._rows.pop(agent_id, None)
 
 
+def forget_ended(actor: Any, terminal: TerminalSteps) -> None:
+    """An actor with memory forgets the agents whose episode ended in ``terminal``."""
+    if len(terminal) and getattr(actor, "memory_size", 0):
+        actor.forget(terminal.agent_id)
+
+
 def act_on_steps(
     actor: Any,
     decision: DecisionSteps,
@@ -115,6 +121,6 @@ def act_on_steps(
         agent_ids = agent_ids[rows]
     if not getattr(actor, "memory_size", 0):
         return actor.act(obs, action_mask=mask, deterministic=deterministic)
-    if terminal is not None and len(terminal):
-        actor.forget(terminal.agent_id)
+    if terminal is not None:
+        forget_ended(actor, terminal)
     return actor.act(obs, action_mask=mask, deterministic=deterministic, agent_ids=agent_ids)

@@ -28,6 +28,7 @@ import io
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -83,8 +84,9 @@ class UnityPolicyGraph(nn.Module):
         dist = self.actor.distribution(heads)
         sampled_continuous, sampled_discrete = dist.sample()
         greedy_continuous, greedy_discrete = dist.most_likely()
-        outputs = [self.version_number, self.memory_size]
+        outputs: list[Any] = [self.version_number, self.memory_size]
         if self.continuous_size:
+            assert sampled_continuous is not None and greedy_continuous is not None
             outputs += [dist.env_continuous(sampled_continuous), self.continuous_shape,
                         dist.env_continuous(greedy_continuous)]  # fmt: skip
         if self.branches:

@@ -6,6 +6,10 @@ normalized over the buffer, then ``num_epoch`` shuffled passes of ``batch_size``
 ``policy_loss + 0.5 * value_loss - beta * entropy`` (clipped surrogate and clipped value loss).
 ``learning_rate``, ``beta`` and ``epsilon`` decay linearly to 1e-10, 1e-5 and 0.1 over ``max_steps``
 when their schedule is ``linear``.
+
+With ``network_settings.memory`` the values come from a pass of the critic's LSTM along each
+agent's trajectories (``trainers.ppo_sequences``) and a minibatch is whole sequences of
+``sequence_length`` steps (``trainers.sequences``), padding masked out of every loss.
 """
 
 from __future__ import annotations
@@ -75,6 +79,8 @@ class PPOTrainer(RLTrainer):
     signal_critics: torch.nn.ModuleDict = torch.nn.ModuleDict()
     #: with memory: the critic's memory per agent slot between rollouts
     critic_memories: CriticMemories | None = None
+    #: with memory: the same for each learned reward signal's critic
+    signal_memories: dict[str, CriticMemories] = {}  # replaced by _make_learner
 
     def _make_learner(self, policy: TorchPolicy) -> None:
         if self.hyperparameters.shared_critic:
@@ -84,6 +90,8 @@ class PPOTrainer(RLTrainer):
         obs_specs = list(policy.behavior_spec.observation_specs)
         self.critic = ValueNetwork(obs_specs, self.settings.network_settings).to(self.device)
         self.signals = make_intrinsic_signals(policy.behavior_spec, self.settings.reward_signals)
+        if policy.memory_size:
+            self.signal_memories = {key: CriticMemories(policy.memory_size) for key in self.signals}
         # a value estimate of its own for each learned reward signal, as ML-Agents has
         self.signal_critics = torch.nn.ModuleDict(
             {key: ValueNetwork(obs_specs, self.settings.network_settings) for key in self.signals}
@@ -110,20 +118,14 @@ class PPOTrainer(RLTrainer):
 
     def _on_environment_reset(self) -> None:
         self.buffer.cut_links()
-        if self.critic_memories is not None:
-            self.critic_memories.clear()
+        for memories in (self.critic_memories, *self.signal_memories.values()):
+            if memories is not None:
+                memories.clear()
 
     def _check_memory_support(self) -> None:
         """Refuse what does not work with ``network_settings.memory`` yet."""
-        memory = self.settings.network_settings.memory
-        if memory is None:
+        if self.settings.network_settings.memory is None:
             return
-        learned = [key for key in self.settings.reward_signals if key != "extrinsic"]
-        if learned:
-            raise UnsupportedFeatureError(
-                f"network_settings.memory with the {', '.join(learned)} reward signal(s) is not "
-                "supported yet; remove the memory section or those signals"
-            )
         if self.hyperparameters.magnet_strength > 0:
             raise UnsupportedFeatureError(
                 "network_settings.memory with magnet_strength > 0 is not supported yet; set "
@@ -199,7 +201,7 @@ class PPOTrainer(RLTrainer):
         self._optimize(data, obs, advantages, value_loss, {"Losses/Value Loss": 0.5})
 
     def _update_sequences(self) -> None:
-        """The update of networks with memory: GAE from the critic's value pass along the
+        """The update of networks with memory: GAE from each critic's value pass along the
         trajectories, then minibatches of whole sequences (``trainers.ppo_sequences``)."""
         assert self.critic_memories is not None and self.settings.network_settings.memory
         data, next_index, bounds = self.buffer.contents()
@@ -208,44 +210,59 @@ class PPOTrainer(RLTrainer):
         sequences = cut_sequences(
             next_index, data.slots, self.settings.network_settings.memory.sequence_length
         )
-        values_pass = critic_pass(
-            self.critic,
-            obs=obs,
-            next_obs=data.next_obs,
-            sequences=sequences,
-            needs_next=(next_index < 0) & ~data.dones,
-            ended=data.ended,
-            carried=self.critic_memories,
-        )
-        values, next_values = values_pass.values, values_pass.next_values
+        signals = [
+            ("Extrinsic", self.critic, self.scaled_rewards(data), self.settings.gamma,
+             self.critic_memories),
+        ]  # fmt: skip
+        for key, signal in self.signals.items():
+            rewards = signal.rewards(data) * signal.strength
+            self.stats.add(f"Policy/{signal.title} Reward", float(rewards.mean()))
+            signals.append((signal.title, self.signal_critics[key], rewards, signal.gamma,
+                            self.signal_memories[key]))  # fmt: skip
+        advantages = np.zeros(len(data), dtype=np.float64)
+        # (critic, memories its sequences start from, old values, returns) of each signal
+        estimates = []
         linked = next_index >= 0
-        next_values[linked] = values[next_index[linked]]
-        advantages = compute_gae(
-            rewards=self.scaled_rewards(data),
-            values=values,
-            next_values=next_values,
-            dones=data.dones,
-            next_index=next_index,
-            chunk_bounds=bounds,
-            gamma=self.settings.gamma,
-            lambd=self.hyperparameters.lambd,
-        )
-        self.stats.add("Policy/Extrinsic Value Estimate", float(values.mean()))
-        returns = self._tensor(advantages + values)
-        old_values = self._tensor(values)
+        for title, critic, rewards, gamma, memories in signals:
+            values_pass = critic_pass(
+                critic,
+                obs=obs,
+                next_obs=data.next_obs,
+                sequences=sequences,
+                needs_next=(next_index < 0) & ~data.dones,
+                ended=data.ended,
+                carried=memories,
+            )
+            values, next_values = values_pass.values, values_pass.next_values
+            next_values[linked] = values[next_index[linked]]
+            signal_advantages = compute_gae(
+                rewards=rewards,
+                values=values,
+                next_values=next_values,
+                dones=data.dones,
+                next_index=next_index,
+                chunk_bounds=bounds,
+                gamma=gamma,
+                lambd=self.hyperparameters.lambd,
+            )
+            advantages = advantages + signal_advantages
+            self.stats.add(f"Policy/{title} Value Estimate", float(values.mean()))
+            estimates.append((critic, values_pass.start_memories, self._tensor(values),
+                              self._tensor(signal_advantages + values)))  # fmt: skip
         gather = torch.as_tensor(sequences.gather_rows(), device=self.device)
         valid = torch.as_tensor(sequences.valid, device=self.device)
         length = sequences.sequence_length
 
         def value_loss(chosen: torch.Tensor, epsilon: float) -> dict[str, torch.Tensor]:
             rows = gather.view(len(sequences), length)[chosen].reshape(-1)
-            estimate, _ = self.critic.recurrent(
-                [o[rows] for o in obs], values_pass.start_memories[chosen], length
-            )
-            loss = clipped_value_loss(
-                estimate, old_values[rows], returns[rows], epsilon, valid[chosen].reshape(-1)
-            )
-            return {"Losses/Value Loss": loss}
+            real = valid[chosen].reshape(-1)
+            losses = []
+            for critic, start_memories, old, target in estimates:
+                estimate, _ = critic.recurrent(
+                    [o[rows] for o in obs], start_memories[chosen], length
+                )
+                losses.append(clipped_value_loss(estimate, old[rows], target[rows], epsilon, real))
+            return {"Losses/Value Loss": torch.stack(losses).mean()}
 
         self._optimize(
             data, obs, advantages, value_loss, {"Losses/Value Loss": 0.5}, sequences=sequences
@@ -298,6 +315,7 @@ class PPOTrainer(RLTrainer):
         n = len(data)
         batch_size = min(h.batch_size, n)
         if sequences is not None:
+            assert data.memories is not None, "the acting policy stored its memories"
             rollout = rollout._replace(
                 sequences=sequences,
                 start_memories=self._tensor(data.memories[sequences.rows[:, 0]]),
@@ -321,8 +339,12 @@ class PPOTrainer(RLTrainer):
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 self.optimizer.step()
+                signal_rows = rows.cpu().numpy()
+                if sequences is not None:  # the real steps of the minibatch's sequences
+                    signal_rows = sequences.rows[signal_rows].reshape(-1)
+                    signal_rows = signal_rows[signal_rows >= 0]
                 for signal in self.signals.values():
-                    for name, value in signal.update(data, rows.cpu().numpy()).items():
+                    for name, value in signal.update(data, signal_rows).items():
                         totals[name] = totals.get(name, 0.0) + value
                 totals["policy"] += policy_loss.item()
                 totals["entropy"] += entropy.item()
@@ -420,6 +442,8 @@ class PPOTrainer(RLTrainer):
                 key: {"critic": self.signal_critics[key].state_dict(), **signal.state_dict()}
                 for key, signal in self.signals.items()
             }
+            for key, memories in self.signal_memories.items():
+                state["reward_signals"][key]["critic_memories"] = memories.state_dict()
         return state
 
     def _load_learner_state(self, state: dict[str, Any]) -> None:
@@ -429,6 +453,8 @@ class PPOTrainer(RLTrainer):
             if key in saved_signals:  # a signal added at resume starts fresh
                 self.signal_critics[key].load_state_dict(saved_signals[key]["critic"])
                 signal.load_state_dict(saved_signals[key])
+                if key in self.signal_memories and "critic_memories" in saved_signals[key]:
+                    self.signal_memories[key].load_state_dict(saved_signals[key]["critic_memories"])
         if set(saved_signals) == set(self.signals):
             self.optimizer.load_state_dict(state["optimizer"])
         self.buffer.load_state_dict(state["buffer"])

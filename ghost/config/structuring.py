@@ -310,16 +310,13 @@ def _check_network(network: NetworkSettings) -> None:
 
 
 def _check_memory_support(settings: BehaviorSettings, trainer_type: str) -> None:
-    """``network_settings.memory`` works with PPO alone for now, without learned reward signals,
-    the magnet or the distilled average policy."""
+    """``network_settings.memory`` works with PPO alone for now, without the magnet or the
+    distilled average policy."""
     if settings.network_settings.memory is None:
         return
     reason = None
     if trainer_type != "ppo":
         reason = f"memory is not supported with trainer_type {trainer_type} yet, only with ppo"
-    elif any(key != "extrinsic" for key in settings.reward_signals):
-        learned = ", ".join(key for key in settings.reward_signals if key != "extrinsic")
-        reason = f"memory with the {learned} reward signal(s) is not supported yet"
     elif getattr(settings.hyperparameters, "magnet_strength", 0) > 0:
         reason = "memory with hyperparameters.magnet_strength > 0 is not supported yet"
     elif settings.self_play is not None and settings.self_play.average_policy.enabled:

@@ -21,7 +21,7 @@ import numpy as np
 from mlagents_envs.base_env import ActionTuple
 
 from envs.seated_game import SeatedGame
-from trainers.memory import act_on_steps
+from trainers.memory import act_on_steps, forget_ended
 
 
 class Player(Protocol):
@@ -94,8 +94,7 @@ def play_seated(
                 if not cut and len(rewards[agent_id % env.num_seats]) < games:
                     rewards[agent_id % env.num_seats].append(reward)
             for player in players.values():
-                if len(terminal) and getattr(player, "memory_size", 0):
-                    player.forget(terminal.agent_id)
+                forget_ended(player, terminal)
             if len(decision):
                 env.set_actions(name, _act(players, decision, env.num_seats, deterministic))
         finished = min(len(values) for values in rewards.values())

@@ -48,7 +48,7 @@ from ghost.play.head_to_head import (
 from ghost.play.matches import Seat, describe_spec, spec_fits
 from ghost.play.run_environment import EnvOverrides, RunEnvironment
 from ghost.play.run_record import RunRecord
-from trainers.memory import act_on_steps
+from trainers.memory import act_on_steps, forget_ended
 from trainers.policy import load_policy
 
 logger = logging.getLogger(__name__)
@@ -179,8 +179,7 @@ class EnvMatch:
         for seat in self.seats:
             decision, terminal = self.env.get_steps(seat.behavior_name)
             if len(decision) == 0:
-                if len(terminal) and getattr(seat.actor, "memory_size", 0):
-                    seat.actor.forget(terminal.agent_id)
+                forget_ended(seat.actor, terminal)
                 continue
             actions = act_on_steps(seat.actor, decision, terminal, deterministic=seat.deterministic)
             self.env.set_actions(seat.behavior_name, actions)

@@ -236,6 +236,8 @@ class Match:
             return None
         actor = seat.actor
         probs: np.ndarray | None = None
+        if getattr(actor, "memory_size", 0):
+            return None  # its answer depends on its memory, not on the game's one state
         if callable(getattr(actor, "action_probabilities", None)):
             decision, _ = self.env.get_steps(seat.behavior_name)
             probs = np.asarray(actor.action_probabilities([o[:1] for o in decision.obs])[0][0])
