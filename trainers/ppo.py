@@ -169,22 +169,10 @@ class PPOTrainer(RLTrainer):
         # (critic, old values, returns) of each reward signal, extrinsic first
         estimates: list[tuple[torch.nn.Module, torch.Tensor, torch.Tensor]] = []
         advantages = np.zeros(len(data), dtype=np.float64)
-        signals = [("Extrinsic", self.critic, self.scaled_rewards(data), self.settings.gamma)]
-        for key, signal in self.signals.items():
-            rewards = signal.rewards(data) * signal.strength
-            self.stats.add(f"Policy/{signal.title} Reward", float(rewards.mean()))
-            signals.append((signal.title, self.signal_critics[key], rewards, signal.gamma))
-        for title, critic, rewards, gamma in signals:
+        for title, critic, rewards, gamma, _ in self._reward_signals(data):
             values, next_values = self._bootstrap(critic, data, obs, next_index)
-            signal_advantages = compute_gae(
-                rewards=rewards,
-                values=values,
-                next_values=next_values,
-                dones=data.dones,
-                next_index=next_index,
-                chunk_bounds=bounds,
-                gamma=gamma,
-                lambd=self.hyperparameters.lambd,
+            signal_advantages = self._gae(
+                rewards, values, next_values, data, next_index, bounds, gamma
             )
             advantages = advantages + signal_advantages
             self.stats.add(f"Policy/{title} Value Estimate", float(values.mean()))
@@ -200,6 +188,36 @@ class PPOTrainer(RLTrainer):
 
         self._optimize(data, obs, advantages, value_loss, {"Losses/Value Loss": 0.5})
 
+    def _reward_signals(
+        self, data: Transitions
+    ) -> list[tuple[str, torch.nn.Module, np.ndarray, float, str | None]]:
+        """``(title, critic, scaled rewards, gamma, key)`` of the extrinsic signal (key None)
+        and of each learned one, whose mean reward is logged here."""
+        signals: list[tuple[str, torch.nn.Module, np.ndarray, float, str | None]] = [
+            ("Extrinsic", self.critic, self.scaled_rewards(data), self.settings.gamma, None)
+        ]
+        for key, signal in self.signals.items():
+            rewards = signal.rewards(data) * signal.strength
+            self.stats.add(f"Policy/{signal.title} Reward", float(rewards.mean()))
+            signals.append((signal.title, self.signal_critics[key], rewards, signal.gamma, key))
+        return signals
+
+    def _gae(
+        self,
+        rewards: np.ndarray,
+        values: np.ndarray,
+        next_values: np.ndarray,
+        data: Transitions,
+        next_index: np.ndarray,
+        bounds: list[tuple[int, int]],
+        gamma: float,
+    ) -> np.ndarray:
+        return compute_gae(
+            rewards=rewards, values=values, next_values=next_values, dones=data.dones,
+            next_index=next_index, chunk_bounds=bounds, gamma=gamma,
+            lambd=self.hyperparameters.lambd,
+        )  # fmt: skip
+
     def _update_sequences(self) -> None:
         """The update of networks with memory: GAE from each critic's value pass along the
         trajectories, then minibatches of whole sequences (``trainers.ppo_sequences``)."""
@@ -210,20 +228,12 @@ class PPOTrainer(RLTrainer):
         sequences = cut_sequences(
             next_index, data.slots, self.settings.network_settings.memory.sequence_length
         )
-        signals = [
-            ("Extrinsic", self.critic, self.scaled_rewards(data), self.settings.gamma,
-             self.critic_memories),
-        ]  # fmt: skip
-        for key, signal in self.signals.items():
-            rewards = signal.rewards(data) * signal.strength
-            self.stats.add(f"Policy/{signal.title} Reward", float(rewards.mean()))
-            signals.append((signal.title, self.signal_critics[key], rewards, signal.gamma,
-                            self.signal_memories[key]))  # fmt: skip
         advantages = np.zeros(len(data), dtype=np.float64)
         # (critic, memories its sequences start from, old values, returns) of each signal
         estimates = []
         linked = next_index >= 0
-        for title, critic, rewards, gamma, memories in signals:
+        for title, critic, rewards, gamma, key in self._reward_signals(data):
+            memories = self.critic_memories if key is None else self.signal_memories[key]
             values_pass = critic_pass(
                 critic,
                 obs=obs,
@@ -235,15 +245,8 @@ class PPOTrainer(RLTrainer):
             )
             values, next_values = values_pass.values, values_pass.next_values
             next_values[linked] = values[next_index[linked]]
-            signal_advantages = compute_gae(
-                rewards=rewards,
-                values=values,
-                next_values=next_values,
-                dones=data.dones,
-                next_index=next_index,
-                chunk_bounds=bounds,
-                gamma=gamma,
-                lambd=self.hyperparameters.lambd,
+            signal_advantages = self._gae(
+                rewards, values, next_values, data, next_index, bounds, gamma
             )
             advantages = advantages + signal_advantages
             self.stats.add(f"Policy/{title} Value Estimate", float(values.mean()))
