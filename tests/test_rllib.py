@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -20,6 +21,7 @@ pytest.importorskip("ray.rllib")
 pytest.importorskip("pyspiel")
 
 import torch  # noqa: E402
+from ray.rllib.algorithms.algorithm import Algorithm  # noqa: E402
 from ray.rllib.algorithms.ppo import PPOConfig  # noqa: E402
 from ray.rllib.core.columns import Columns  # noqa: E402
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig  # noqa: E402
@@ -29,6 +31,7 @@ from ghost.exceptions import ConfigError, GhostError  # noqa: E402
 from ghost.integrations.rllib import (  # noqa: E402
     LEARNER_MODULE,
     GhostMultiAgentEnv,
+    GhostPPO,
     MaskedPPOTorchRLModule,
     ghost_module,
     ghost_self_play,
@@ -300,13 +303,17 @@ def test_same_seed_same_run():
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
 
 
+def self_play_summary(algorithm):
+    found = self_play_of(algorithm)
+    return (found.learner_steps, found.state.rating, [s.snapshot_id for s in found.state.window],
+            found.controller.state_dict(), found.state.swaps)  # fmt: skip
+
+
 def test_checkpoint_resumes_the_self_play_state(tmp_path):
     algorithm = leduc_algorithm()
     for _ in range(5):
         algorithm.train()
-    saved = self_play_of(algorithm)
-    before = (saved.learner_steps, saved.state.rating, [s.snapshot_id for s in saved.state.window],
-              saved.controller.state_dict(), saved.state.swaps)  # fmt: skip
+    before = self_play_summary(algorithm)
     path = save_checkpoint(algorithm, tmp_path / "checkpoint")
     weights = main_weights(algorithm)
     algorithm.stop()
@@ -316,10 +323,7 @@ def test_checkpoint_resumes_the_self_play_state(tmp_path):
     resumed = leduc_algorithm()
     restore_checkpoint(resumed, path)
     restored = self_play_of(resumed)
-    after = (restored.learner_steps, restored.state.rating,
-             [s.snapshot_id for s in restored.state.window], restored.controller.state_dict(),
-             restored.state.swaps)  # fmt: skip
-    assert after == before
+    assert self_play_summary(resumed) == before
     np.testing.assert_array_equal(main_weights(resumed), weights)
     # the restored opponents are back in the env runner's ghost modules
     team = next(t for t in restored.teams if t != restored.controller.learning_team)
@@ -330,6 +334,47 @@ def test_checkpoint_resumes_the_self_play_state(tmp_path):
     result = resumed.train()
     assert result["Self-play"]["learner_steps"] > before[0]
     resumed.stop()
+
+
+def test_rllibs_own_checkpoints_carry_the_self_play_state(tmp_path):
+    algorithm = leduc_algorithm()
+    assert isinstance(algorithm, GhostPPO)
+    for _ in range(4):
+        algorithm.train()
+    before = self_play_summary(algorithm)
+    weights = main_weights(algorithm)
+    path = algorithm.save_to_path(tmp_path / "rllib")  # what Algorithm.save and Tune call
+    algorithm.train()
+    algorithm.restore_from_path(path)  # what Algorithm.restore and Tune's restore call
+    assert self_play_summary(algorithm) == before
+    algorithm.stop()
+    assert (Path(path) / FOLDER / "state.pt").is_file()
+
+    rebuilt = Algorithm.from_checkpoint(path)
+    assert isinstance(rebuilt, GhostPPO)
+    assert self_play_summary(rebuilt) == before
+    np.testing.assert_array_equal(main_weights(rebuilt), weights)
+    assert rebuilt.train()["Self-play"]["learner_steps"] > before[0]
+    rebuilt.stop()
+
+
+def test_a_checkpoint_without_self_play_state_restores_rllib_and_says_so(tmp_path, caplog):
+    algorithm = leduc_algorithm()
+    path = algorithm.save_to_path(tmp_path / "rllib")
+    shutil.rmtree(Path(path) / FOLDER)
+    with caplog.at_level("WARNING"):
+        algorithm.restore_from_path(path)
+    assert "holds no self-play state" in caplog.text
+    with pytest.raises(FileNotFoundError, match="ghost_self_play/state.pt"):
+        restore_checkpoint(algorithm, path)
+    algorithm.stop()
+
+
+def test_only_ppo_is_driven():
+    from ray.rllib.algorithms.appo import APPOConfig
+
+    with pytest.raises(GhostError, match="drives RLlib's PPO"):
+        ghost_self_play(APPOConfig(), env="openspiel:leduc_poker")
 
 
 def test_a_self_play_state_that_would_run_code_is_refused(tmp_path):

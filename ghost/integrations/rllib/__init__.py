@@ -4,7 +4,9 @@
   learner and ghost modules, policy mapping, callback); see docs/rllib.md.
 - ``GhostMultiAgentEnv``: any of our games (OpenSpiel, PettingZoo, built-in, any BaseEnv) as an
   RLlib ``MultiAgentEnv``; ``MaskedPPOTorchRLModule`` plays turn-based games' legal actions only.
-- ``save_checkpoint`` / ``restore_checkpoint``: RLlib checkpoints with the self-play state;
+- ``GhostPPO``: what the config builds; RLlib's own checkpoints (``save_to_path``, ``save``,
+  ``restore``, ``from_checkpoint``, Tune) carry the self-play state (``SelfPlayCheckpoints``),
+  as do ``save_checkpoint`` / ``restore_checkpoint``;
   ``self_play_of(algorithm)``: the running self-play (window, Elo, controller).
 """
 
@@ -20,8 +22,14 @@ except ModuleNotFoundError as error:
         name=error.name,
     ) from None
 
+from ghost.integrations.rllib.algorithm import GhostPPO
 from ghost.integrations.rllib.callback import GhostSelfPlayCallback
-from ghost.integrations.rllib.checkpoints import restore_checkpoint, save_checkpoint, self_play_of
+from ghost.integrations.rllib.checkpoints import (
+    SelfPlayCheckpoints,
+    restore_checkpoint,
+    save_checkpoint,
+    self_play_of,
+)
 from ghost.integrations.rllib.configure import ghost_self_play
 from ghost.integrations.rllib.env import GhostMultiAgentEnv, agent_id, team_of
 from ghost.integrations.rllib.host import RLlibSelfPlay
@@ -32,9 +40,11 @@ from ghost.integrations.rllib.settings import self_play_settings
 __all__ = [
     "LEARNER_MODULE",
     "GhostMultiAgentEnv",
+    "GhostPPO",
     "GhostSelfPlayCallback",
     "MaskedPPOTorchRLModule",
     "RLlibSelfPlay",
+    "SelfPlayCheckpoints",
     "agent_id",
     "ghost_module",
     "ghost_self_play",

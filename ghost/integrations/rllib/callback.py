@@ -8,7 +8,6 @@ adding the class by hand.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import attrs
@@ -17,9 +16,6 @@ from ray.rllib.callbacks.callbacks import RLlibCallback
 from ghost.core.settings import SelfPlaySettings
 from ghost.integrations.rllib import routing
 from ghost.integrations.rllib.host import RLlibSelfPlay
-
-logger = logging.getLogger(__name__)
-
 
 @attrs.frozen(kw_only=True)
 class SelfPlayOptions:
@@ -60,13 +56,6 @@ class GhostSelfPlayCallback(RLlibCallback):
     def on_train_result(self, *, algorithm: Any, result: dict, **kwargs: Any) -> None:
         if self.self_play is not None:
             self.self_play.after_iteration(result)
-
-    def on_checkpoint_loaded(self, *, algorithm: Any, **kwargs: Any) -> None:
-        # RLlib's Algorithm.restore() lands here, restore_checkpoint() does not
-        logger.warning(
-            "RLlib restored the Algorithm, but not its self-play state (window, Elo, learning "
-            "team); restore with ghost.integrations.rllib.restore_checkpoint instead"
-        )
 
     # -- env runners -------------------------------------------------------------------------
     def on_episode_created(

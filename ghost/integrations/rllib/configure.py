@@ -23,6 +23,7 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
 from envs.behavior_id import BehaviorId
 from ghost.exceptions import GhostError
+from ghost.integrations.rllib.algorithm import with_self_play_checkpoints
 from ghost.integrations.rllib.callback import GhostSelfPlayCallback, SelfPlayOptions
 from ghost.integrations.rllib.env import EnvSource, GhostMultiAgentEnv, team_of
 from ghost.integrations.rllib.modules import MaskedPPOTorchRLModule
@@ -60,6 +61,7 @@ def ghost_self_play(
         GhostError: a game this integration cannot play (one behavior name, two or more teams).
     """
     settings = self_play_settings(self_play, behavior=behavior)
+    algo_class = with_self_play_checkpoints(config.algo_class)
     env_config = {"env": env, "action_mask": action_mask}
     probe = GhostMultiAgentEnv(env_config)
     try:
@@ -90,6 +92,7 @@ def ghost_self_play(
     )
     config.rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
     config.callbacks(callbacks_class=[*_user_callbacks(config), _callback_for(options)])
+    config.algo_class = algo_class
     return config
 
 
