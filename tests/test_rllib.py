@@ -211,8 +211,8 @@ def test_self_play_keys_are_strict_and_name_the_key():
         self_play_settings({"swap_step": 10})
     with pytest.raises(ConfigError, match=r"self_play\.window = 0"):
         self_play_settings({"window": 0})
-    with pytest.raises(ConfigError, match=r"self_play\.league: not supported with RLlib"):
-        self_play_settings({"league": {"main_exploiters": 1}})
+    with pytest.raises(ConfigError, match=r"self_play\.preset: not supported with RLlib"):
+        self_play_settings({"preset": "robust"})
 
 
 def test_self_play_from_a_yaml_section_or_a_trainer_config(tmp_path):
@@ -262,6 +262,52 @@ def test_ppo_trains_main_against_frozen_snapshots_and_reports_elo():
     assert not np.array_equal(main_weights(algorithm), np.concatenate(
         [v.numpy().ravel() for v in ghost_before.values()]))  # fmt: skip
     algorithm.stop()
+
+
+def module_weights(algorithm, module_id) -> np.ndarray:
+    state = algorithm.learner_group.get_weights(module_ids=[module_id])[module_id]
+    return np.concatenate([np.asarray(v).ravel() for v in state.values()])
+
+
+def test_league_exploiters_take_turns_with_modules_of_their_own(tmp_path):
+    league = {"main_exploiters": 1, "league_exploiters": 1, "main_turns": 1,
+              "promote_win_rate": 0.0}  # fmt: skip
+    algorithm = leduc_algorithm(self_play={**SELF_PLAY, "team_change": 200, "league": league})
+    self_play = self_play_of(algorithm)
+    league_start = module_weights(algorithm, "exploiter_1")
+    seen = []
+    for _ in range(30):
+        role = self_play.league.learning_module
+        elo, main_steps = self_play.state.rating, self_play.learner_steps
+        result = algorithm.train()["Self-play"]
+        seen.append(role)
+        if role != LEARNER_MODULE and result["role"] != "main":
+            # an exploiter's matches never move the main learner's Elo; main acts only to finish
+            # the episodes it began before the turn (one per env at most, 128 steps a batch)
+            assert self_play.state.rating == elo
+            assert self_play.learner_steps - main_steps < 16
+        if "exploiter_1" not in seen:
+            np.testing.assert_array_equal(module_weights(algorithm, "exploiter_1"), league_start)
+    order = [role for i, role in enumerate(seen) if i == 0 or seen[i - 1] != role]
+    assert order[:4] == ["main", "exploiter_0", "main", "exploiter_1"]
+    assert not np.array_equal(module_weights(algorithm, "exploiter_1"), league_start)
+    # promote_win_rate 0 promotes every exploiter at the end of its turn; a main exploiter
+    # then restarts from fresh weights, so its module no longer holds the promoted member
+    members = self_play.state.league.members
+    assert [m.name for m in members][:2] == ["exploiter-0-1", "exploiter-1-1"]
+    promoted = np.concatenate([v.numpy().ravel() for v in members[0].snapshot.weights.values()])
+    assert not np.array_equal(module_weights(algorithm, "exploiter_0"), promoted)
+    assert self_play.state.league.exploiters[0].generation >= 1
+
+    before = (self_play_summary(algorithm), self_play.league.state_dict(),
+              [m.name for m in self_play.state.league.members])  # fmt: skip
+    path = algorithm.save_to_path(tmp_path / "league")
+    algorithm.stop()
+    rebuilt = Algorithm.from_checkpoint(path)
+    restored = self_play_of(rebuilt)
+    assert (self_play_summary(rebuilt), restored.league.state_dict(),
+            [m.name for m in restored.state.league.members]) == before  # fmt: skip
+    rebuilt.stop()
 
 
 def test_remote_env_runners_play_the_opponents_spread_over_them():

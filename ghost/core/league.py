@@ -49,6 +49,12 @@ def scheduled_exploiter(position: int, *, main_turns: int, exploiters: int) -> i
     return (position // cycle) % exploiters
 
 
+def exploiter_seed(run_seed: int, exploiter: Exploiter) -> int:
+    """The seed of ``exploiter``'s current generation: its fresh weights differ from the main
+    learner's, from the other exploiters' and from its own earlier generations."""
+    return run_seed + 7919 * (exploiter.index + 1) + 104729 * exploiter.generation
+
+
 def performance_rating(opponent_rating: float, score: float) -> float:
     """The Elo rating that expects ``score`` against an opponent rated ``opponent_rating``."""
     score = min(max(score, 1.0 - _RATING_CERTAINTY), _RATING_CERTAINTY)

@@ -31,7 +31,7 @@ from mlagents_envs.base_env import BehaviorSpec
 from envs.behavior_id import BehaviorId
 from ghost.core.controller import GhostController
 from ghost.core.ghost_cycle import MatchResult
-from ghost.core.league import Exploiter, LeagueState, TurnOutcome
+from ghost.core.league import Exploiter, LeagueState, TurnOutcome, exploiter_seed
 from ghost.core.opponents import Opponent
 from ghost.core.self_play import SelfPlayState
 from trainers.base import ExperienceQueue, Policy, StepBatch, Trainer
@@ -139,7 +139,7 @@ class ExploiterTurns:
         self._queues[index][behavior_id] = queue
 
     def _seed(self, exploiter: Exploiter) -> int:
-        return self.seed + 7919 * (exploiter.index + 1) + 104729 * exploiter.generation
+        return exploiter_seed(self.seed, exploiter)
 
     def trainer_of(self, exploiter: Exploiter) -> Trainer:
         """``exploiter``'s trainer, built with fresh weights on first use."""

@@ -5,7 +5,8 @@
     config = ghost_self_play(PPOConfig(), env="openspiel:connect_four", self_play={"window": 5})
     algorithm = config.build_algo()
 
-It sets the environment (``GhostMultiAgentEnv``), the modules (``"main"`` learns; one frozen
+It sets the environment (``GhostMultiAgentEnv``), the modules (``"main"`` learns, and so does
+each ``self_play.league`` exploiter's ``"exploiter_<index>"``; one frozen
 ``"ghost_t<team>_<slot>"`` per ghosted team and opponent in play, masked where the game has
 action masks), the policy mapping function and ``policies_to_train``, and adds the
 ``GhostSelfPlayCallback`` beside any callbacks the config already has. Everything else (learning
@@ -22,12 +23,18 @@ from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
 from envs.behavior_id import BehaviorId
+from ghost.core.settings import SelfPlaySettings
 from ghost.exceptions import GhostError
 from ghost.integrations.rllib.algorithm import with_self_play_checkpoints
 from ghost.integrations.rllib.callback import GhostSelfPlayCallback, SelfPlayOptions
 from ghost.integrations.rllib.env import EnvSource, GhostMultiAgentEnv, team_of
 from ghost.integrations.rllib.modules import MaskedPPOTorchRLModule
-from ghost.integrations.rllib.routing import LEARNER_MODULE, ghost_module, map_agent_to_module
+from ghost.integrations.rllib.routing import (
+    LEARNER_MODULE,
+    exploiter_module,
+    ghost_module,
+    map_agent_to_module,
+)
 from ghost.integrations.rllib.settings import SelfPlaySource, self_play_settings
 
 
@@ -67,7 +74,7 @@ def ghost_self_play(
     try:
         names = {BehaviorId.parse(name).name for name in probe.behavior_names}
         teams = sorted({team_of(str(agent)) for agent in probe.possible_agents})
-        specs = _module_specs(probe, teams, settings.opponents_per_swap, config)
+        specs = _module_specs(probe, teams, settings, config)
     finally:
         probe.close()
     if len(names) != 1 or len(teams) < 2:
@@ -88,7 +95,7 @@ def ghost_self_play(
     config.multi_agent(
         policies=set(specs),
         policy_mapping_fn=map_agent_to_module,
-        policies_to_train=[LEARNER_MODULE],
+        policies_to_train=[LEARNER_MODULE, *_exploiter_modules(settings)],
     )
     config.rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
     config.callbacks(callbacks_class=[*_user_callbacks(config), _callback_for(options)])
@@ -96,10 +103,15 @@ def ghost_self_play(
     return config
 
 
+def _exploiter_modules(settings: SelfPlaySettings) -> list[str]:
+    return [exploiter_module(index) for index in range(settings.league.exploiters)]
+
+
 def _module_specs(
-    probe: GhostMultiAgentEnv, teams: list[int], slots: int, config: Any
+    probe: GhostMultiAgentEnv, teams: list[int], settings: SelfPlaySettings, config: Any
 ) -> dict[str, RLModuleSpec]:
-    """The learner and every ghost module, with the spaces of the game's agents."""
+    """The learner, the league's exploiters and every ghost module, with the spaces of the
+    game's agents."""
     agent = {team_of(str(a)): str(a) for a in reversed(probe.possible_agents)}
     module_class = MaskedPPOTorchRLModule if probe.action_mask else None
 
@@ -113,8 +125,10 @@ def _module_specs(
         )
 
     specs = {LEARNER_MODULE: spec(teams[0])}
+    for module_id in _exploiter_modules(settings):
+        specs[module_id] = spec(teams[0])
     for team in teams:
-        for slot in range(slots):
+        for slot in range(settings.opponents_per_swap):
             specs[ghost_module(team, slot)] = spec(team)
     return specs
 

@@ -2,7 +2,8 @@
 
 It lives on the driver, beside the Algorithm, and acts through RLlib's public handles only:
 
-- the learner's weights are the ``"main"`` module's state in the ``LearnerGroup``;
+- the learner's weights are the ``"main"`` module's state in the ``LearnerGroup``; with
+  ``self_play.league`` each exploiter is a module RLlib trains too (``league``);
 - ``field`` and ``publish`` write snapshot weights into the frozen ghost modules (the learner's
   copies, which RLlib never trains, and the env runners') and tell every env runner the
   learning team (``routing``);
@@ -32,6 +33,7 @@ from ghost.core.opponents import Opponent
 from ghost.core.self_play import SelfPlayState
 from ghost.core.settings import SelfPlaySettings
 from ghost.integrations.rllib import routing
+from ghost.integrations.rllib.league import RLlibLeagueTurns
 from ghost.integrations.rllib.routing import LEARNER_MODULE, Routing, Tally, ghost_module
 from trainers.atomic_files import atomic_save, atomic_write_text
 from trainers.safe_load import load_pt
@@ -56,6 +58,7 @@ class _Learner:
         self.host = host
         self.algorithm: Any = None
         self._fielded: dict[str, dict[str, torch.Tensor]] = {}
+        self._slots = host.slots
 
     @property
     def step(self) -> int:
@@ -67,10 +70,15 @@ class _Learner:
         return limit is None or self.host.learner_steps < limit
 
     def weights(self) -> dict[str, torch.Tensor]:
-        found = self.algorithm.learner_group.get_weights(module_ids=[LEARNER_MODULE])
-        return as_tensors(found[LEARNER_MODULE])
+        return self.host.module_weights(LEARNER_MODULE)
+
+    def install(self, module_id: str, weights: dict[str, torch.Tensor]) -> None:
+        """Give ``module_id`` these weights at the next ``publish``."""
+        self._fielded[module_id] = weights
 
     def field(self, team: int, opponents: list[Opponent]) -> None:
+        # a main exploiter's turn fields one opponent whatever opponents_per_swap says
+        self._slots = len(opponents)
         for slot, opponent in enumerate(opponents):
             assert opponent.snapshot is not None, "fixed opponents are refused by the settings"
             self._fielded[ghost_module(team, slot)] = opponent.snapshot.weights
@@ -80,7 +88,11 @@ class _Learner:
 
     def publish(self) -> None:
         weights, self._fielded = self._fielded, {}
-        where = Routing(learning_team=self.host.learning_team, slots=self.host.slots)
+        league = self.host.league
+        where = Routing(
+            learning_team=self.host.learning_team, slots=self._slots,
+            learning_module=LEARNER_MODULE if league is None else league.learning_module,
+        )  # fmt: skip
         if weights:
             # RLlib syncs every module of the learner's results to the env runners after each
             # update, ghosts included: the learner's copies must hold the fielded weights too
@@ -125,11 +137,20 @@ class RLlibSelfPlay:
         self.learning_team = self.teams[0]
         self.state = SelfPlayState(behavior_name=behavior_name, settings=settings, seed=seed)
         self.controller = GhostController()
+        #: the exploiters' turns (None without ``self_play.league`` exploiters)
+        self.league = (
+            RLlibLeagueTurns(
+                league=self.state.league, host=self, seed=seed,
+                steps_per_team=settings.steps_per_team,
+            )  # fmt: skip
+            if self.state.league.enabled
+            else None
+        )
         self.learner = _Learner(self)
         self._scores: dict[str, list[float]] = defaultdict(list)
         self.cycle = GhostCycle(
             state=self.state, controller=self.controller, learner=self.learner, training=True,
-            report=lambda key, score: self._scores[key].append(score),
+            report=lambda key, score: self._scores[key].append(score), league=self.league,
         )  # fmt: skip
 
     def attach(self, algorithm: Any) -> None:
@@ -140,16 +161,34 @@ class RLlibSelfPlay:
         self.cycle.begin()
         self.learner.publish()
 
+    def module_weights(self, module_id: str) -> dict[str, torch.Tensor]:
+        """A copy of ``module_id``'s current weights in the learner group."""
+        found = self.learner.algorithm.learner_group.get_weights(module_ids=[module_id])
+        return as_tensors(found[module_id])
+
+    def install_fresh_weights(self, module_id: str) -> None:
+        """Give ``module_id`` newly initialised weights (from torch's current random stream)."""
+        spec = self.learner.algorithm.config.rl_module_spec.rl_module_specs[module_id]
+        fresh = spec.build().get_state()
+        self.learner.install(module_id, {k: torch.as_tensor(v).clone() for k, v in fresh.items()})
+
     # -- after each training iteration -------------------------------------------------------
     def after_iteration(self, result: dict[str, Any]) -> None:
         """Count, rate, then snapshot / team change / swap; report into ``result``."""
         tally = self._take_tallies()
         self.learner_steps += tally.learner_steps
+        if self.league is not None:
+            self.league.count(tally.exploiter_steps)
         for team, steps in sorted(tally.ghost_steps.items()):
             self.cycle.route(team=team, agent_steps=steps)
         learning = self.controller.learning_team
+        module = LEARNER_MODULE if self.league is None else self.league.learning_module
         # a match begun before a team change was played by the previous learner: no result
-        current = [(r.slot, r.score) for r in tally.results if r.learning_team == learning]
+        current = [
+            (r.slot, r.score)
+            for r in tally.results
+            if r.learning_team == learning and r.learning_module == module
+        ]
         self.cycle.book(current)
         self.cycle.after_update()
         change = self.controller.take_team_change()
@@ -175,6 +214,10 @@ class RLlibSelfPlay:
             "window": [snapshot.snapshot_id for snapshot in self.state.window],
             "swaps": self.state.swaps,
         }
+        if self.league is not None:
+            active = self.league.active
+            report["role"] = "main" if active is None else active.name
+            report["league_members"] = [member.name for member in self.state.league.members]
         for key, scores in self._scores.items():
             report[key.partition("/")[2] or key] = float(np.mean(scores))
         self._scores.clear()
@@ -195,6 +238,7 @@ class RLlibSelfPlay:
             "learning_team": self.learning_team,
             "self_play": self.state.state_dict(),
             "controller": self.controller.state_dict(),
+            "league_turns": None if self.league is None else self.league.state_dict(),
         }
         atomic_save(record, folder / "state.pt")
         atomic_write_text(folder / "payoff.csv", self.state.win_rates.payoff_csv())
@@ -225,6 +269,8 @@ class RLlibSelfPlay:
         self.controller.load_state_dict(record["controller"])
         self.learner_steps = int(record["learner_steps"])
         self.learning_team = int(record["learning_team"])
+        if self.league is not None and record.get("league_turns") is not None:
+            self.league.load_state_dict(record["league_turns"])
         self.cycle.restore()
         self.learner.publish()
         logger.info(

@@ -1,17 +1,20 @@
 """Who plays whom inside RLlib's env runners, and what the runners tell the driver.
 
-Module ids: the learner is ``"main"`` (the only module RLlib trains); the frozen opponents of a
-ghosted team ``t`` are ``"ghost_t<t>_<slot>"``, one per opponent in play
+Module ids: the learner is ``"main"``; with ``self_play.league`` every exploiter has a module of
+its own, ``"exploiter_<index>"`` (RLlib trains these too, each from the turns it plays); the
+frozen opponents of a ghosted team ``t`` are ``"ghost_t<t>_<slot>"``, one per opponent in play
 (``self_play.opponents_per_swap``). The driver's self-play cycle decides who plays; each env
 runner holds the last ``Routing`` the driver pushed to it:
 
-- an episode is stamped when RLlib creates it (``stamp_episode``): the learning team of that
-  moment and the episode's opponent slot, chosen from the env runner and the env index as
-  ``opponent_slots`` spreads arenas, so every slot is in play when there are enough envs;
+- an episode is stamped when RLlib creates it (``stamp_episode``): the learning team and the
+  module playing the learning turn (``"main"`` or an exploiter's) of that moment, and the
+  episode's opponent slot, chosen from the env runner and the env index as ``opponent_slots``
+  spreads arenas, so every slot is in play when there are enough envs;
 - ``map_agent_to_module`` (the policy mapping function) reads the stamp: the learning team's
-  agents act with ``"main"``, every other team's with its ghost module of the episode's slot;
-- each env runner keeps a ``Tally`` of the learner's and the ghosts' agent steps and of the
-  finished matches, which the driver takes after every training iteration (``take_tally``).
+  agents act with the stamped learning module, every other team's with its ghost module of the
+  episode's slot;
+- each env runner keeps a ``Tally`` of the agent steps of each module and of the finished
+  matches, which the driver takes after every training iteration (``take_tally``).
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ from ghost.integrations.rllib.env import FINAL_REWARD, INTERRUPTED, team_of
 
 LEARNER_MODULE = "main"
 _GHOST_PREFIX = "ghost_t"
+_EXPLOITER_PREFIX = "exploiter_"
 _LEARNING_TEAM = "ghost_learning_team"
+_LEARNING_MODULE = "ghost_learning_module"
 _SLOT = "ghost_slot"
 
 
@@ -40,21 +45,30 @@ def ghost_module(team: int, slot: int) -> str:
     return f"{_GHOST_PREFIX}{team}_{slot}"
 
 
+def exploiter_module(index: int) -> str:
+    """The module id of league exploiter ``index`` (``ghost.core.league.Exploiter.index``)."""
+    return f"{_EXPLOITER_PREFIX}{index}"
+
+
 @attrs.frozen
 class Routing:
-    """What the driver tells every env runner: who learns, and how many opponents are in play."""
+    """What the driver tells every env runner: who learns, with which module, and how many
+    opponents are in play."""
 
     learning_team: int
     slots: int
+    learning_module: str = LEARNER_MODULE
 
 
 @attrs.frozen
 class MatchResult:
-    """One finished match: the learning team when it started, its opponent slot, its score."""
+    """One finished match: the learning team and module when it started, its opponent slot, its
+    score."""
 
     learning_team: int
     slot: int
     score: float
+    learning_module: str = LEARNER_MODULE
 
 
 @attrs.define
@@ -62,11 +76,15 @@ class Tally:
     """What one env runner saw since the driver last took its tally."""
 
     learner_steps: int = 0
+    #: agent steps of each exploiter module
+    exploiter_steps: Counter[str] = attrs.Factory(Counter)
+    #: agent steps of each ghosted team
     ghost_steps: Counter[int] = attrs.Factory(Counter)
     results: list[MatchResult] = attrs.Factory(list)
 
     def merge(self, other: Tally) -> None:
         self.learner_steps += other.learner_steps
+        self.exploiter_steps.update(other.exploiter_steps)
         self.ghost_steps.update(other.ghost_steps)
         self.results.extend(other.results)
 
@@ -100,17 +118,21 @@ def stamp_episode(episode: Any, env_runner: Any, env_index: int) -> None:
         return
     arena = int(getattr(env_runner, "worker_index", 0) or 0) * ARENA_STRIDE + env_index
     episode.custom_data[_LEARNING_TEAM] = routing.learning_team
+    episode.custom_data[_LEARNING_MODULE] = routing.learning_module
     episode.custom_data[_SLOT] = int(opponent_slots(np.asarray([arena]), routing.slots)[0])
 
 
 def map_agent_to_module(agent_id: str, episode: Any, **kwargs: Any) -> str:
-    """RLlib's policy mapping function: the learning team's agents to ``"main"``, the others to
-    their ghost module of the episode's slot."""
+    """RLlib's policy mapping function: the learning team's agents to the episode's learning
+    module (``"main"`` or an exploiter's), the others to their ghost module of the episode's
+    slot."""
     stamp = _stamp_of(episode)
     learning = stamp.get(_LEARNING_TEAM)
     team = team_of(agent_id)
-    if learning is None or team == learning:
+    if learning is None:
         return LEARNER_MODULE
+    if team == learning:
+        return stamp.get(_LEARNING_MODULE, LEARNER_MODULE)
     return ghost_module(team, stamp[_SLOT])
 
 
@@ -136,12 +158,16 @@ def record_match(episode: Any, env_runner: Any) -> None:
         return
     score = result_from_reward(float(finals[0][FINAL_REWARD]))
     _tally(env_runner).results.append(
-        MatchResult(learning_team=learning, slot=episode.custom_data[_SLOT], score=score)
+        MatchResult(
+            learning_team=learning, slot=episode.custom_data[_SLOT], score=score,
+            learning_module=episode.custom_data.get(_LEARNING_MODULE, LEARNER_MODULE),
+        )  # fmt: skip
     )
 
 
 def count_steps(samples: Iterable[Any], env_runner: Any) -> None:
-    """Tally the agent steps of sampled episode chunks by who acted: the learner or a ghost."""
+    """Tally the agent steps of sampled episode chunks by who acted: the learner, an exploiter or
+    a ghost."""
     if env_runner not in _ROUTINGS:
         return
     tally = _tally(env_runner)
@@ -149,5 +175,7 @@ def count_steps(samples: Iterable[Any], env_runner: Any) -> None:
         for agent, single in episode.agent_episodes.items():
             if single.module_id == LEARNER_MODULE:
                 tally.learner_steps += len(single)
+            elif str(single.module_id).startswith(_EXPLOITER_PREFIX):
+                tally.exploiter_steps[str(single.module_id)] += len(single)
             elif str(single.module_id).startswith(_GHOST_PREFIX):
                 tally.ghost_steps[team_of(agent)] += len(single)

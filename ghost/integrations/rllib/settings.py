@@ -88,11 +88,6 @@ def _reject_unsupported(settings: SelfPlaySettings) -> None:
             "evaluation games need ghost-learn's environment stepping; evaluate the trained "
             "module with ghost.evaluation.seated_runs (see docs/rllib.md) and remove the section",
         ),
-        "self_play.league": (
-            settings.league.exploiters > 0,
-            "league exploiters train with their own copies of ghost-learn's trainer; set "
-            "main_exploiters and league_exploiters to 0, or train a league with ghost-learn",
-        ),
         "self_play.average_policy.enabled": (
             settings.average_policy.enabled,
             "the average policy is distilled into ghost-learn's networks; set enabled: false",
