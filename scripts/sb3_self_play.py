@@ -119,18 +119,32 @@ def judge_tennis(model: Any, env: Any, *, games: int, seed: int) -> dict[str, fl
 def measure_overhead(
     game: str, *, steps: int, repeats: int, tables: int, opponents: int
 ) -> dict[str, Any]:
-    """Median steps/s of ghost and naive runs of ``steps``, alternated ``repeats`` times."""
-    rates: dict[str, list[float]] = {"ghost": [], "latest": []}
+    """Median steps per wall second and per CPU second of ghost and naive runs of ``steps``,
+    alternated ``repeats`` times (CPU seconds of this process, which other load on the machine
+    blurs less)."""
+    rates: dict[str, dict[str, list[float]]] = {
+        mode: {"wall": [], "cpu": []} for mode in ("ghost", "latest")
+    }
     for repeat in range(repeats):
         for mode in ("ghost", "latest"):
-            model, _, seconds = train_board(
-                game, mode=mode, seed=repeat, steps=steps, tables=tables, hidden=128,
-                opponents=opponents,
-            )  # fmt: skip
-            rates[mode].append(model.num_timesteps / seconds)
-    ghost, naive = float(np.median(rates["ghost"])), float(np.median(rates["latest"]))
-    return {"game": game, "opponents_per_swap": opponents, "steps": steps, "repeats": repeats,
-            "ghost steps/s": ghost, "naive steps/s": naive, "ghost slower": 1 - ghost / naive}  # fmt: skip
+            cpu = time.process_time()
+            if game == "tennis":
+                model, _, seconds = train_tennis(mode=mode, seed=repeat, steps=steps)
+            else:
+                model, _, seconds = train_board(
+                    game, mode=mode, seed=repeat, steps=steps, tables=tables, hidden=128,
+                    opponents=opponents,
+                )  # fmt: skip
+            rates[mode]["cpu"].append(model.num_timesteps / (time.process_time() - cpu))
+            rates[mode]["wall"].append(model.num_timesteps / seconds)
+    row: dict[str, Any] = {"game": game, "opponents_per_swap": opponents, "steps": steps,
+                           "repeats": repeats}  # fmt: skip
+    for clock in ("wall", "cpu"):
+        ghost = float(np.median(rates["ghost"][clock]))
+        naive = float(np.median(rates["latest"][clock]))
+        row[f"ghost steps/{clock} s"], row[f"naive steps/{clock} s"] = ghost, naive
+        row[f"ghost slower ({clock})"] = 1 - ghost / naive
+    return row
 
 
 def main() -> None:
@@ -144,6 +158,8 @@ def main() -> None:
     parser.add_argument("--only", choices=[*BOARD_GAMES, "tennis", "overhead"], action="append")
     parser.add_argument("--overhead-steps", type=int, default=16384)
     parser.add_argument("--overhead-repeats", type=int, default=3)
+    parser.add_argument("--overhead-games", nargs="+", default=["tictactoe", "tennis"],
+                        choices=["tictactoe", "tennis"])  # fmt: skip
     parser.add_argument("--json", default=None, help="also write the rows here")
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -176,18 +192,22 @@ def main() -> None:
                 print(json.dumps(row), flush=True)
     overhead = []
     if "overhead" in chosen:
-        for opponents in (1, 4):
+        cases = [(game, n) for game in args.overhead_games for n in ((1, 4) if game != "tennis"
+                 else (1,))]  # fmt: skip
+        for game, opponents in cases:
             overhead.append(measure_overhead(
-                "tictactoe", steps=args.overhead_steps, repeats=args.overhead_repeats,
+                game, steps=args.overhead_steps, repeats=args.overhead_repeats,
                 tables=args.tables, opponents=opponents,
             ))  # fmt: skip
             print(json.dumps(overhead[-1]), flush=True)
     print_table(rows)
     for row in overhead:
-        print(f"overhead, tictactoe, opponents_per_swap {row['opponents_per_swap']}: ghost "
-              f"{row['ghost steps/s']:.0f} steps/s, naive {row['naive steps/s']:.0f} steps/s "
-              f"(medians of {row['repeats']} x {row['steps']} steps): ghost "
-              f"{100 * row['ghost slower']:+.1f}% slower")  # fmt: skip
+        print(f"overhead, {row['game']}, opponents_per_swap {row['opponents_per_swap']} (medians "
+              f"of {row['repeats']} x {row['steps']} steps): ghost "
+              f"{row['ghost steps/cpu s']:.0f} vs naive {row['naive steps/cpu s']:.0f} steps per "
+              f"CPU s ({100 * row['ghost slower (cpu)']:+.1f}% slower), "
+              f"{row['ghost steps/wall s']:.0f} vs {row['naive steps/wall s']:.0f} per wall s "
+              f"({100 * row['ghost slower (wall)']:+.1f}%)")  # fmt: skip
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump({"runs": rows, "overhead": overhead}, handle, indent=1)
