@@ -93,13 +93,15 @@ def judge_board(game: str, model: Any, env: Any, *, games: int, seed: int) -> di
     return row
 
 
-def train_tennis(*, mode: str, seed: int, steps: int) -> tuple[Any, Any, float]:
+def train_tennis(
+    *, mode: str, seed: int, steps: int, opponents: int = 4
+) -> tuple[Any, Any, float]:
     from stable_baselines3 import PPO
 
     from ghost.integrations.sb3 import GhostCallback, GhostVecEnv
 
-    env = GhostVecEnv("tennis", num_arenas=32, seed=seed, opponent=mode,
-                      self_play=self_play_for(steps))  # fmt: skip
+    self_play = {**self_play_for(steps), "opponents_per_swap": opponents}
+    env = GhostVecEnv("tennis", num_arenas=32, seed=seed, opponent=mode, self_play=self_play)
     model = PPO("MlpPolicy", env, seed=seed, n_steps=64, batch_size=512, n_epochs=3,
                 learning_rate=3e-4, policy_kwargs={"net_arch": [128, 128]})  # fmt: skip
     start = time.perf_counter()
@@ -129,7 +131,9 @@ def measure_overhead(
         for mode in ("ghost", "latest"):
             cpu = time.process_time()
             if game == "tennis":
-                model, _, seconds = train_tennis(mode=mode, seed=repeat, steps=steps)
+                model, _, seconds = train_tennis(
+                    mode=mode, seed=repeat, steps=steps, opponents=opponents
+                )
             else:
                 model, _, seconds = train_board(
                     game, mode=mode, seed=repeat, steps=steps, tables=tables, hidden=128,
@@ -192,8 +196,7 @@ def main() -> None:
                 print(json.dumps(row), flush=True)
     overhead = []
     if "overhead" in chosen:
-        cases = [(game, n) for game in args.overhead_games for n in ((1, 4) if game != "tennis"
-                 else (1,))]  # fmt: skip
+        cases = [(game, n) for game in args.overhead_games for n in (1, 4)]
         for game, opponents in cases:
             overhead.append(measure_overhead(
                 game, steps=args.overhead_steps, repeats=args.overhead_repeats,

@@ -238,7 +238,14 @@ def _new_like(learner: Any) -> Any:
     saved policy from), on the learner's device."""
     policy = type(learner)(**learner._get_constructor_parameters()).to(learner.device)
     policy.set_training_mode(False)
+    # predict() sets the mode again on every call, walking every submodule (~10% of a tennis
+    # step with 4 opponents); a frozen copy never trains, so once is enough
+    policy.set_training_mode = _stays_in_eval_mode
     return policy
+
+
+def _stays_in_eval_mode(mode: bool) -> None:
+    """A frozen copy's ``set_training_mode``: it stays in evaluation mode."""
 
 
 def _find_ghost_env(env: Any) -> GhostVecEnv:
