@@ -10,6 +10,10 @@ Vocabulary:
   names.
 - **agent id**: ``table * num_seats + seat``, the same for every episode at that table, so
   ``arena_of`` (the table) is one integer division.
+- **shuffled seats** (``shuffle_seats``): in a symmetric game, every episode of a table deals the
+  game's seats to the behavior's teams at random, so each team plays every seat (first and second
+  mover alike) while its agent ids and behavior name stay. Team ``t``'s agent is then
+  ``table * num_seats + t`` whichever seat it plays; without shuffling team ``t`` is seat ``t``.
 
 Step semantics follow a Unity build whose agents request decisions only on their turn:
 
@@ -129,6 +133,8 @@ class SeatedGame(BaseEnv):
     :param seed: seeds every table's random draws; ``None`` draws fresh entropy.
     :param max_episode_steps: moves after which an unfinished episode is interrupted (None: no
         limit).
+    :param shuffle_seats: deal the seats to the teams at random every episode (symmetric games:
+        every seat on one behavior name).
     """
 
     #: ML-Agents' env workers read this attribute of a UnityEnvironment
@@ -141,6 +147,7 @@ class SeatedGame(BaseEnv):
         seats: Sequence[Seat],
         seed: int | None = 0,
         max_episode_steps: int | None = None,
+        shuffle_seats: bool = False,
     ) -> None:
         if not tables:
             raise ValueError("a SeatedGame needs at least one table")
@@ -168,6 +175,15 @@ class SeatedGame(BaseEnv):
                     "behaviors"
                 )
             self._seat_behavior.append(name)
+        if shuffle_seats and len({BehaviorId.parse(n).name for n in self._seat_behavior}) != 1:
+            raise ValueError(
+                "shuffle_seats needs a symmetric game (every seat on one behavior name); this one "
+                f"has {sorted(self._specs)}"
+            )
+        self.shuffle_seats = shuffle_seats
+        #: the game seat each team plays this episode, per table (``[table, team]``)
+        self.seat_of = np.tile(np.arange(self.num_seats), (len(self.tables), 1))
+        self._team_of = self.seat_of.copy()
         self._pending_reward = np.zeros((len(self.tables), self.num_seats), dtype=np.float64)
         #: seats whose current episode has ended (reported in TerminalSteps)
         self._left = np.zeros((len(self.tables), self.num_seats), dtype=bool)
@@ -195,10 +211,8 @@ class SeatedGame(BaseEnv):
         self._left[:] = False
         self.episode_steps[:] = 0
         decisions = {name: _Rows() for name in self._specs}
-        for index, table in enumerate(self.tables):
-            table.reset(self._rngs[index])
-            table.take_rewards()
-            table.take_departed()
+        for index in range(len(self.tables)):
+            self._start_episode(index)
             self._add_decisions(index, decisions)
         self._publish(decisions, {name: _Rows() for name in self._specs})
 
@@ -212,14 +226,14 @@ class SeatedGame(BaseEnv):
         for index, table in enumerate(self.tables):
             table.apply(moves.get(index, {}))
             self.episode_steps[index] += 1
-            self._pending_reward[index] += table.take_rewards()
+            self._pending_reward[index] += table.take_rewards()[self.seat_of[index]]
             for seat, interrupted in table.take_departed().items():
-                self._add_terminal(index, seat, interrupted, terminals)
+                self._add_terminal(index, int(self._team_of[index, seat]), interrupted, terminals)
             still_playing = bool(table.acting())
             limit = self.max_episode_steps
             if still_playing and limit is not None and self.episode_steps[index] >= limit:
-                for seat in np.flatnonzero(~self._left[index]).tolist():
-                    self._add_terminal(index, seat, True, terminals)
+                for team in np.flatnonzero(~self._left[index]).tolist():
+                    self._add_terminal(index, team, True, terminals)
                 still_playing = False
             if not still_playing:
                 self._restart(index, terminals)
@@ -298,7 +312,8 @@ class SeatedGame(BaseEnv):
             if mask is not None:
                 self._check_legal(name, deciding, actions[1], mask)
             for row, agent_id in enumerate(deciding):
-                table, seat = divmod(agent_id, self.num_seats)
+                table, team = divmod(agent_id, self.num_seats)
+                seat = int(self.seat_of[table, team])
                 moves.setdefault(table, {})[seat] = (actions[0][row], actions[1][row])
         self._actions = {}
         return moves
@@ -322,38 +337,48 @@ class SeatedGame(BaseEnv):
                     "DecisionSteps.action_mask"
                 )
 
-    def _add_terminal(self, table: int, seat: int, interrupted: bool, terminals: dict) -> None:
-        terminals[self._seat_behavior[seat]].add(
-            obs=self.tables[table].observe(seat),
-            reward=float(self._pending_reward[table, seat]),
-            agent_id=table * self.num_seats + seat,
+    # ``_pending_reward``, ``_left`` and agent ids are by team; the table speaks of its seats
+    def _add_terminal(self, table: int, team: int, interrupted: bool, terminals: dict) -> None:
+        terminals[self._seat_behavior[team]].add(
+            obs=self.tables[table].observe(int(self.seat_of[table, team])),
+            reward=float(self._pending_reward[table, team]),
+            agent_id=table * self.num_seats + team,
             interrupted=interrupted,
         )
-        self._pending_reward[table, seat] = 0.0
-        self._left[table, seat] = True
+        self._pending_reward[table, team] = 0.0
+        self._left[table, team] = True
 
     def _restart(self, table: int, terminals: dict[str, _Rows]) -> None:
-        """End the episode of seats the table did not report as gone, then start the next one."""
-        for seat in np.flatnonzero(~self._left[table]).tolist():
-            self._add_terminal(table, seat, False, terminals)
-        game = self.tables[table]
-        game.reset(self._rngs[table])
-        game.take_rewards()
-        game.take_departed()
+        """End the episode of teams the table did not report as gone, then start the next one."""
+        for team in np.flatnonzero(~self._left[table]).tolist():
+            self._add_terminal(table, team, False, terminals)
+        self._start_episode(table)
         self._pending_reward[table] = 0.0
         self._left[table] = False
         self.episode_steps[table] = 0
 
+    def _start_episode(self, table: int) -> None:
+        """Deal the seats (when shuffled) and reset the table."""
+        rng = self._rngs[table]
+        if self.shuffle_seats:
+            self.seat_of[table] = rng.permutation(self.num_seats)
+            self._team_of[table, self.seat_of[table]] = np.arange(self.num_seats)
+        game = self.tables[table]
+        game.reset(rng)
+        game.take_rewards()
+        game.take_departed()
+
     def _add_decisions(self, table: int, decisions: dict[str, _Rows]) -> None:
         game = self.tables[table]
         for seat in game.acting():
-            decisions[self._seat_behavior[seat]].add(
+            team = int(self._team_of[table, seat])
+            decisions[self._seat_behavior[team]].add(
                 obs=game.observe(seat),
-                reward=float(self._pending_reward[table, seat]),
-                agent_id=table * self.num_seats + seat,
+                reward=float(self._pending_reward[table, team]),
+                agent_id=table * self.num_seats + team,
                 legal=game.legal(seat),
             )
-            self._pending_reward[table, seat] = 0.0
+            self._pending_reward[table, team] = 0.0
 
     def _publish(self, decisions: dict[str, _Rows], terminals: dict[str, _Rows]) -> None:
         self._deciding = {}
