@@ -29,7 +29,8 @@ from trainers.intrinsic_rewards import IntrinsicSignal, make_intrinsic_signals
 from trainers.magnet import Magnet
 from trainers.networks import ValueNetwork
 from trainers.policy import TorchPolicy, to_tensors
-from trainers.ppo_sequences import CriticMemories, critic_pass, masked_mean
+from trainers.memory import masked_mean
+from trainers.ppo_sequences import CriticMemories, critic_pass
 from trainers.rl_trainer import RLTrainer, decayed
 from trainers.rollout import Transitions
 from trainers.sequences import Sequences, cut_sequences
