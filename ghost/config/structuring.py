@@ -310,7 +310,7 @@ def _check_network(network: NetworkSettings) -> None:
 
 
 #: the trainer types that train networks with ``network_settings.memory``
-MEMORY_TRAINER_TYPES = ("ppo", "sac")
+MEMORY_TRAINER_TYPES = ("ppo", "sac", "poca")
 
 
 def _check_memory_support(settings: BehaviorSettings, trainer_type: str) -> None:
