@@ -12,21 +12,31 @@ import attrs
 import numpy as np
 import pytest
 import torch
+from mlagents_envs.base_env import ActionSpec
 
 import ghost
 from envs.behavior_id import BehaviorId
 from envs.recall import CUES, Recall
+from envs.specs import vector_observation_spec
 from envs.stepping import InProcessStepper, StepResult
+from tests.group_envs import SacrificeEnv
 from trainers.agent_processor import AgentProcessor
 from trainers.base import ExperienceQueue
-from trainers.hyperparameters import SACSettings
+from trainers.group_critic import GroupCritic
+from trainers.hyperparameters import POCASettings, SACSettings
 from trainers.memory import act_on_steps
 from trainers.policy import TorchPolicy, load_policy
 from trainers.rollout import Transitions
 from trainers.run_layout import RunLayout
 from trainers.sac import SACTrainer
 from trainers.sequence_replay import SequenceReplayBuffer
-from trainers.settings import MemorySettings, NetworkSettings, RewardSignalSettings, TrainerSettings
+from trainers.settings import (
+    MemorySettings,
+    NetworkSettings,
+    RewardSignalSettings,
+    ScheduleType,
+    TrainerSettings,
+)
 from trainers.training_loop import TrainingLoop
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -244,7 +254,8 @@ def _onnx_acts_like_the_policy(onnx_path: Path, policy_path: Path) -> None:
 
 def test_sac_with_memory_trains_on_recall_and_exports_a_recurrent_brain(tmp_path):
     loop = TrainingLoop(
-        behaviors={"Recall": _sac_settings(1500)},
+        # sequences of 3 cut each five-step episode in two
+        behaviors={"Recall": _sac_settings(1500, sequence_length=3)},
         stepper=InProcessStepper(Recall(seed=0, num_arenas=16)),
         layout=RunLayout(tmp_path),
         seed=0,
@@ -253,6 +264,15 @@ def test_sac_with_memory_trains_on_recall_and_exports_a_recurrent_brain(tmp_path
     trainer = loop.trainers["Recall"]
     assert trainer.updates > 200 and "Losses/Q1 Loss" in trainer.stats.latest
     assert trainer.policy.memory_size == 16 and trainer.q1.memory_size == 16
+    # a sequence that starts an episode starts from no memory (the acting policy forgot the agent
+    # when its last episode ended); one that starts later carries what the agent saw before
+    state = trainer.buffer.state_dict()
+    stored = np.arange(trainer.buffer.sequences)
+    first_step = state["ring"]["obs.0"][stored, 0, CUES + 1] == 0
+    assert first_step.any() and (~first_step).any()
+    starts = state["start_memory"][stored]
+    assert not starts[first_step].any()
+    assert np.abs(starts[~first_step]).sum(axis=1).min() > 0
     _onnx_acts_like_the_policy(tmp_path / "Recall.onnx", tmp_path / "Recall.pt")
 
 
@@ -289,3 +309,107 @@ def test_sac_with_memory_recalls_the_cue(tmp_path):
     )
     loop.run()
     assert _recall_score(loop.trainers["Recall"].policy) > 0.8
+
+
+# -- POCA with memory -------------------------------------------------------------------------------
+def test_the_group_critic_along_sequences_is_the_critic_step_by_step():
+    """One batched pass of value and baseline over sequences, each from its own memories, equals
+    the critic run a step at a time from those memories, and hands on the memories it reached."""
+    torch.manual_seed(0)
+    network = NetworkSettings(hidden_units=16, num_layers=1, memory=MemorySettings(memory_size=8))
+    critic = GroupCritic([vector_observation_spec(3)], ActionSpec(0, (3,)), network)
+    sequences, length, members = 2, 3, 2
+    rows = sequences * length
+    obs = [torch.randn(rows, members, 3)]
+    present = torch.tensor([[True, True], [True, False]] * length)
+    actions = torch.nn.functional.one_hot(torch.randint(0, 3, (rows, members)), 3).float()
+    value_memory, baseline_memory = torch.randn(sequences, 8), torch.randn(sequences, 8)
+    with torch.no_grad():
+        values, baselines = critic.recurrent_value_and_baseline(
+            obs, present, actions, value_memory, baseline_memory, length
+        )
+        _, value_after = critic.recurrent_value(obs, present, value_memory, length)
+        for sequence in range(sequences):
+            memories = [
+                value_memory[sequence : sequence + 1],
+                baseline_memory[sequence : sequence + 1],
+            ]
+            for step in range(length):
+                row = slice(sequence * length + step, sequence * length + step + 1)
+                value, memories[0] = critic.recurrent_value(
+                    [obs[0][row]], present[row], memories[0]
+                )
+                baseline, memories[1] = critic.recurrent_baseline(
+                    [obs[0][row]], present[row], actions[row], memories[1]
+                )
+                assert value.item() == pytest.approx(values[row].item(), abs=1e-5)
+                assert baseline.item() == pytest.approx(baselines[row].item(), abs=1e-5)
+            torch.testing.assert_close(memories[0][0], value_after[sequence])
+    with pytest.raises(TypeError, match="recurrent"):
+        critic.value(obs, present)
+
+
+def _poca_pair(path: Path, steps: int, seed: int = 0) -> tuple[TrainingLoop, SacrificeEnv]:
+    hyperparameters = POCASettings(
+        batch_size=256, buffer_size=1024, learning_rate=3e-3, beta=0.01,
+        learning_rate_schedule=ScheduleType.CONSTANT,
+    )  # fmt: skip
+    settings = TrainerSettings(
+        trainer_type="poca", hyperparameters=hyperparameters,
+        network_settings=NetworkSettings(
+            hidden_units=32, memory=MemorySettings(memory_size=16, sequence_length=8)
+        ),
+        max_steps=steps, summary_freq=max(steps // 4, 1), checkpoint_interval=max(steps // 2, 1),
+    )  # fmt: skip
+    env = SacrificeEnv(seed=seed)
+    loop = TrainingLoop(behaviors={"Pair": settings}, stepper=InProcessStepper(env),
+                        layout=RunLayout(path), seed=seed)  # fmt: skip
+    return loop, env
+
+
+def test_poca_with_memory_resumes_with_every_recurrent_part(tmp_path):
+    whole, _ = _poca_pair(tmp_path / "whole", 4096)
+    whole.run(max_env_steps=70)
+    stopped, _ = _poca_pair(tmp_path / "stopped", 4096)
+    stopped.run(max_env_steps=70)
+    resumed, _ = _poca_pair(tmp_path / "stopped", 4096)
+    resumed.start(resume=True)
+    expected, got = whole.trainers["Pair"], resumed.trainers["Pair"]
+    assert got.step == expected.step > 1024  # at least one update happened
+    torch.testing.assert_close(got.policy.get_weights(), expected.policy.get_weights())
+    torch.testing.assert_close(got.critic.state_dict(), expected.critic.state_dict())
+    assert got.critic.memory_size == 16
+    saved = stopped.trainers["Pair"].state_dict()["learner"]
+    for key in ("critic_memories", "baseline_memories"):
+        memory = getattr(expected, key).memory
+        assert memory.any()  # carried from one rollout to the next
+        torch.testing.assert_close(saved[key]["memory"], memory)
+        # the environments restart at resume: every agent's critic starts afresh
+        assert not getattr(got, key).memory.any()
+
+
+def test_poca_with_memory_plays_soccer_in_self_play_and_resumes(tmp_path):
+    soccer = {
+        "trainer_type": "poca",
+        "hyperparameters": {"batch_size": 256, "buffer_size": 1024},
+        "network_settings": {"hidden_units": 32, "num_layers": 1,
+                             "memory": {"memory_size": 16, "sequence_length": 8}},
+        "max_steps": 3000, "summary_freq": 1500, "checkpoint_interval": 1500, "time_horizon": 64,
+        "self_play": {"save_steps": 500, "swap_steps": 500, "team_change": 1500, "window": 3},
+    }  # fmt: skip
+    first = ghost.train({"behaviors": {"SoccerTwos": soccer}}, env="soccer", run_id="soccer",
+                        results_dir=tmp_path, seed=0, verbose=0)  # fmt: skip
+    assert first.steps["SoccerTwos"] >= 3000
+    run = tmp_path / "soccer"
+    _onnx_acts_like_the_policy(run / "SoccerTwos.onnx", run / "SoccerTwos.pt")
+    longer = {"behaviors": {"SoccerTwos": {**soccer, "max_steps": 4000}}}
+    resumed = ghost.train(longer, env="soccer", run_id="soccer", results_dir=tmp_path,
+                          resume=True, verbose=0)  # fmt: skip
+    assert resumed.steps["SoccerTwos"] >= 4000
+
+
+@pytest.mark.slow
+def test_poca_with_memory_learns_to_sacrifice(tmp_path):
+    loop, env = _poca_pair(tmp_path, 30_000)
+    loop.run()
+    assert env.success_rate() > 0.9  # measured: 1.0 with seed 0
