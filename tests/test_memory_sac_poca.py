@@ -300,7 +300,18 @@ def test_sac_self_play_with_memory_swaps_opponents_and_resumes(tmp_path):
 
 @pytest.mark.slow
 def test_sac_with_memory_recalls_the_cue(tmp_path):
-    settings = _sac_settings(12_000, save_replay_buffer=False)
+    """The settings of ``scripts/memory_recall.py --trainer sac`` (docs/benchmarks.md)."""
+    settings = attrs.evolve(
+        _sac_settings(12_000, save_replay_buffer=False),
+        hyperparameters=SACSettings(
+            batch_size=256, buffer_size=20_000, buffer_init_steps=1000, steps_per_update=2,
+            learning_rate=1e-3, init_entcoef=0.1,
+        ),
+        network_settings=NetworkSettings(
+            hidden_units=32, num_layers=1,
+            memory=MemorySettings(memory_size=32, sequence_length=8),
+        ),
+    )  # fmt: skip
     loop = TrainingLoop(
         behaviors={"Recall": settings},
         stepper=InProcessStepper(Recall(seed=0, num_arenas=32)),
@@ -369,9 +380,9 @@ def _poca_pair(path: Path, steps: int, seed: int = 0) -> tuple[TrainingLoop, Sac
 
 def test_poca_with_memory_resumes_with_every_recurrent_part(tmp_path):
     whole, _ = _poca_pair(tmp_path / "whole", 4096)
-    whole.run(max_env_steps=70)
+    whole.run(max_env_steps=40)
     stopped, _ = _poca_pair(tmp_path / "stopped", 4096)
-    stopped.run(max_env_steps=70)
+    stopped.run(max_env_steps=40)
     resumed, _ = _poca_pair(tmp_path / "stopped", 4096)
     resumed.start(resume=True)
     expected, got = whole.trainers["Pair"], resumed.trainers["Pair"]

@@ -251,7 +251,6 @@ class POCATrainer(PPOTrainer):
             next_index, own.slots, self.settings.network_settings.memory.sequence_length
         )
         assert own.ended is not None
-        passes = dict(sequences=sequences, ended=own.ended, device=self.device)
 
         def value(rows: np.ndarray, memory: torch.Tensor, length: int, lengths: torch.Tensor):
             member_obs, present, _ = inputs.rows(self._tensor(rows))
@@ -269,12 +268,12 @@ class POCATrainer(PPOTrainer):
             )
 
         value_pass = sequence_pass(
-            value, later_value, needs_next=(next_index < 0) & ~data.group_finished(),
-            carried=self.critic_memories, **passes,
+            value, later_value, sequences=sequences, ended=own.ended, device=self.device,
+            needs_next=(next_index < 0) & ~data.group_finished(), carried=self.critic_memories,
         )  # fmt: skip
         baseline_pass = sequence_pass(
-            baseline, None, needs_next=np.zeros(len(data), bool), carried=self.baseline_memories,
-            **passes,
+            baseline, None, sequences=sequences, ended=own.ended, device=self.device,
+            needs_next=np.zeros(len(data), bool), carried=self.baseline_memories,
         )  # fmt: skip
         values, baselines = value_pass.values, baseline_pass.values
         returns = self._returns(data, values, value_pass.next_values, next_index, bounds)
