@@ -219,14 +219,6 @@ def test_numbers_as_yaml_reads_them(write_yaml):
     ("raw", "path"),
     [
         (
-            behavior(trainer_type="sac", network_settings={"memory": {"memory_size": 64}}),
-            "network_settings.memory",
-        ),
-        (
-            behavior(trainer_type="poca", network_settings={"memory": {"memory_size": 64}}),
-            "network_settings.memory",
-        ),
-        (
             behavior(network_settings={"memory": {}}, hyperparameters={"magnet_strength": 0.1}),
             "network_settings.memory",
         ),
@@ -270,6 +262,13 @@ def test_memory_takes_ml_agents_keys_and_defaults_with_ppo():
     message = error_of(behavior(network_settings={"memory": {"memory_size": 63}}))
     assert "network_settings.memory.memory_size" in message
     assert "even" in message
+
+
+@pytest.mark.parametrize("trainer_type", ["sac", "poca"])
+def test_memory_is_accepted_by_the_trainer_types_that_train_it(trainer_type):
+    raw = behavior(trainer_type=trainer_type, network_settings={"memory": {"memory_size": 64}})
+    settings = options_from_dict(raw).behaviors["Tennis"]
+    assert settings.network_settings.memory.memory_size == 64
 
 
 def test_curiosity_and_rnd_take_ml_agents_keys_and_defaults():

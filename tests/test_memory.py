@@ -19,11 +19,11 @@ from ghost.core.snapshots import Snapshot
 from ghost.running.opponent_policy import OpponentPolicy
 from trainers.exceptions import MemoryUseError
 from trainers.hyperparameters import PPOSettings
-from trainers.memory import act_on_steps
+from trainers.memory import act_on_steps, masked_mean
 from trainers.networks import ValueNetwork
 from trainers.policy import TorchPolicy, load_policy
 from trainers.ppo import PPOTrainer, _Rollout
-from trainers.ppo_sequences import CriticMemories, critic_pass, masked_mean
+from trainers.ppo_sequences import CriticMemories, critic_pass
 from trainers.run_layout import RunLayout
 from trainers.sequences import cut_sequences
 from trainers.settings import MemorySettings, NetworkSettings, RewardSignalSettings, TrainerSettings

@@ -81,7 +81,10 @@ class RolloutBuffer:
 class ReplayBatch:
     """A minibatch drawn from a ``ReplayBuffer`` (one row per transition).
 
-    ``next_action_mask`` is the mask that came with ``next_obs`` (all False where unknown).
+    ``next_action_mask`` is the mask that came with ``next_obs`` (all False where unknown). Drawn
+    from a ``trainers.sequence_replay.SequenceReplayBuffer``, the rows are whole sequences of
+    ``sequence_length`` steps one after the other, ``valid`` False at their padding, and
+    ``start_memories`` the acting policy's memory at each sequence's first step.
     """
 
     obs: list[np.ndarray]
@@ -92,6 +95,9 @@ class ReplayBatch:
     next_action_mask: np.ndarray | None
     rewards: np.ndarray
     dones: np.ndarray
+    valid: np.ndarray | None = None
+    start_memories: np.ndarray | None = None
+    sequence_length: int = 1
 
 
 class ReplayBuffer:

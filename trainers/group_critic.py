@@ -12,6 +12,10 @@ Layout: ``obs`` is a list of ``[rows, members, ...]`` arrays, member 0 being the
 are the members' actions (continuous values, then one-hot discrete branches), ignored for member 0
 in ``baseline``. The encoding is followed by ``2 n / n_max - 1`` for ``n`` present members, as in
 ML-Agents (``n_max``: the largest group seen so far, kept with the weights).
+
+With ``network_settings.memory`` an LSTM (``trainers.memory``) follows the pooled encoding's body,
+as in ML-Agents' POCA critic; the value and the baseline each carry a memory of their own per
+agent through the same LSTM. Call the ``recurrent_*`` methods then.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from mlagents_envs.base_env import ActionSpec, ObservationSpec
 from torch import nn
 from torch.nn import functional
 
+from trainers.memory import MemoryCore
 from trainers.networks import ObservationEncoder, mlp
 from trainers.settings import NetworkSettings
 
@@ -91,7 +96,10 @@ class GroupCritic(nn.Module):
         for layer in self.body:
             if isinstance(layer, nn.Linear):
                 layer.weight.data.mul_(math.sqrt(0.125 / hidden))
-        self.head = nn.Linear(hidden + 1, 1)
+        self.memory_size = settings.memory.memory_size if settings.memory is not None else 0
+        self.memory = MemoryCore(hidden, self.memory_size) if self.memory_size else None
+        head_input = self.memory.output_size if self.memory is not None else hidden
+        self.head = nn.Linear(head_input + 1, 1)
         self.register_buffer("max_members", torch.ones((), dtype=torch.float32))
 
     def _encode_members(self, obs: list[torch.Tensor]) -> torch.Tensor:
@@ -99,16 +107,30 @@ class GroupCritic(nn.Module):
         flat = [o.reshape(rows * members, *o.shape[2:]) for o in obs]
         return self.encoder(flat).reshape(rows, members, -1)
 
-    def _pool(self, entities: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
+    def _pool(
+        self,
+        entities: torch.Tensor,
+        present: torch.Tensor,
+        memory: torch.Tensor | None = None,
+        sequence_length: int = 1,
+        lengths: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """One estimate per row and, with memory, each sequence's memory after its last real
+        step (``MemoryCore.forward``; ``memory`` must then be given)."""
         pooled = self.attention(entities, present)
         count = present.sum(dim=1, keepdim=True).to(pooled.dtype)
         self.max_members.fill_(max(float(self.max_members), float(count.max())))
         scaled = count * 2.0 / self.max_members - 1.0
-        return self.head(torch.cat([self.body(pooled), scaled], dim=1)).squeeze(-1)
+        hidden, after = self.body(pooled), None
+        if self.memory is not None:
+            if memory is None:
+                raise TypeError("a group critic with memory is called through recurrent_*(...)")
+            hidden, after = self.memory(hidden, memory, sequence_length, lengths)
+        return self.head(torch.cat([hidden, scaled], dim=1)).squeeze(-1), after
 
     def value(self, obs: list[torch.Tensor], present: torch.Tensor) -> torch.Tensor:
         """V(s): the group's expected return from all present members' observations."""
-        return self._pool(self.embed_obs(self._encode_members(obs)), present)
+        return self._pool(self.embed_obs(self._encode_members(obs)), present)[0]
 
     def _baseline_entities(
         self, encoded: torch.Tensor, own: torch.Tensor, actions: torch.Tensor
@@ -121,17 +143,71 @@ class GroupCritic(nn.Module):
         self, obs: list[torch.Tensor], present: torch.Tensor, actions: torch.Tensor
     ) -> torch.Tensor:
         """Q(s, a_mates): member 0's observation alone, its mates' with their actions."""
+        return self._pool(self._baseline_input(obs, actions), present)[0]
+
+    def _baseline_input(self, obs: list[torch.Tensor], actions: torch.Tensor) -> torch.Tensor:
         encoded = self._encode_members(obs)
-        own = self.embed_obs(encoded[:, :1])
-        return self._pool(self._baseline_entities(encoded, own, actions), present)
+        return self._baseline_entities(encoded, self.embed_obs(encoded[:, :1]), actions)
 
     def value_and_baseline(
         self, obs: list[torch.Tensor], present: torch.Tensor, actions: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``value`` and ``baseline`` of the same rows in one pass (the members are encoded once
         and both questions go through the attention block as one batch)."""
+        return self.recurrent_value_and_baseline(obs, present, actions, None, None)
+
+    # -- with memory: rows are sequences of ``sequence_length`` steps, one after the other -----
+    def recurrent_value(
+        self,
+        obs: list[torch.Tensor],
+        present: torch.Tensor,
+        memory: torch.Tensor,
+        sequence_length: int = 1,
+        lengths: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``value`` along sequences, each from its row of ``memory``; and the memories after."""
+        entities = self.embed_obs(self._encode_members(obs))
+        values, after = self._pool(entities, present, memory, sequence_length, lengths)
+        assert after is not None
+        return values, after
+
+    def recurrent_baseline(
+        self,
+        obs: list[torch.Tensor],
+        present: torch.Tensor,
+        actions: torch.Tensor,
+        memory: torch.Tensor,
+        sequence_length: int = 1,
+        lengths: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``baseline`` along sequences, each from its row of ``memory``; and the memories
+        after."""
+        entities = self._baseline_input(obs, actions)
+        baselines, after = self._pool(entities, present, memory, sequence_length, lengths)
+        assert after is not None
+        return baselines, after
+
+    def recurrent_value_and_baseline(
+        self,
+        obs: list[torch.Tensor],
+        present: torch.Tensor,
+        actions: torch.Tensor,
+        value_memory: torch.Tensor | None,
+        baseline_memory: torch.Tensor | None,
+        sequence_length: int = 1,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``value_and_baseline`` along sequences, the value's started from ``value_memory`` and
+        the baseline's from ``baseline_memory`` (both None without memory)."""
         encoded = self._encode_members(obs)
         plain = self.embed_obs(encoded)
         baseline_entities = self._baseline_entities(encoded, plain[:, :1], actions)
-        both = self._pool(torch.cat([plain, baseline_entities]), torch.cat([present, present]))
+        memory = None
+        if value_memory is not None and baseline_memory is not None:
+            memory = torch.cat([value_memory, baseline_memory])
+        both, _ = self._pool(
+            torch.cat([plain, baseline_entities]),
+            torch.cat([present, present]),
+            memory,
+            sequence_length,
+        )
         return both[: len(plain)], both[len(plain) :]

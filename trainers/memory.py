@@ -61,6 +61,18 @@ class MemoryCore(nn.Module):
         return output.reshape(batch * sequence_length, half), torch.cat([hidden[0], cell[0]], 1)
 
 
+def masked_mean(values: torch.Tensor, valid: torch.Tensor | None) -> torch.Tensor:
+    """Mean of ``values`` (``[rows]`` or ``[rows, columns]``) over the rows where ``valid``."""
+    if valid is None:
+        return values.mean()
+    weights = valid.to(values.dtype)
+    if values.dim() == 2:
+        return (values * weights.unsqueeze(1)).sum() / (weights.sum() * values.shape[1]).clamp(
+            min=1.0
+        )
+    return (values * weights).sum() / weights.sum().clamp(min=1.0)
+
+
 class AgentMemories:
     """The memory each acting agent carries from one decision to its next, by agent id.
 

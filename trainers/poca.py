@@ -16,6 +16,11 @@ The policy is PPO's (one actor per agent, acting on its own observation). The cr
 - **loss**: PPO's clipped surrogate + ``0.5 * (value_loss + 0.5 * baseline_loss)`` − ``beta`` ×
   entropy, with both critic losses clipped like PPO's value loss.
 
+With ``network_settings.memory`` the actor is PPO's with memory, and the critic's value and
+baseline each carry an LSTM memory per agent (``trainers.group_critic``): a pass along each
+agent's trajectories gives them, one no-grad pass for each (``trainers.ppo_sequences``), and
+minibatches are whole sequences, as in PPO's update with memory.
+
 Statistics, as ML-Agents writes them: ``Environment/Cumulative Reward`` (individual rewards only),
 ``Environment/Group Cumulative Reward``, ``Policy/Extrinsic Value Estimate``,
 ``Policy/Extrinsic Baseline Estimate``, ``Losses/Baseline Loss``, and PPO's others.
@@ -26,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import attrs
 import numpy as np
@@ -39,7 +45,9 @@ from trainers.group_rollout import GroupTransitions
 from trainers.hyperparameters import POCASettings
 from trainers.policy import TorchPolicy, to_tensors
 from trainers.ppo import PPOTrainer, clipped_value_loss
+from trainers.ppo_sequences import CriticMemories, sequence_pass
 from trainers.rollout import FinishedEpisodes, Transitions
+from trainers.sequences import cut_sequences
 from trainers.stats import (
     CUMULATIVE_REWARD,
     EPISODE_LENGTH,
@@ -78,10 +86,17 @@ class POCATrainer(PPOTrainer):
     """MA-POCA for one behavior name (see module docstring)."""
 
     hyperparameters: POCASettings  # type: ignore[assignment]
-    supports_memory = False
+    supports_memory = True
+    #: with memory: the baseline's memory per agent slot between rollouts (the value's is
+    #: ``critic_memories``)
+    baseline_memories: CriticMemories | None = None
 
     def _make_learner(self, policy: TorchPolicy) -> None:
         spec = policy.behavior_spec
+        self._check_memory_support()
+        if policy.memory_size:
+            self.critic_memories = CriticMemories(policy.memory_size)
+            self.baseline_memories = CriticMemories(policy.memory_size)
         self.critic = GroupCritic(  # type: ignore[assignment]
             list(spec.observation_specs), spec.action_spec, self.settings.network_settings
         ).to(self.device)
@@ -93,6 +108,11 @@ class POCATrainer(PPOTrainer):
 
     def _take(self, transitions: Transitions) -> None:
         self.buffer.add(GroupTransitions.of(transitions))
+
+    def _on_environment_reset(self) -> None:
+        super()._on_environment_reset()
+        if self.baseline_memories is not None:
+            self.baseline_memories.clear()
 
     def _ready(self) -> bool:
         # ML-Agents' POCA waits for more than buffer_size steps (its PPO for at least as many)
@@ -138,19 +158,30 @@ class POCATrainer(PPOTrainer):
             next_values[needs] = self._evaluate(
                 lambda rows: critic.value([o[rows] for o in later], present[rows]), len(needs)
             )
+        return values, baselines, self._returns(data, values, next_values, next_index, bounds)
+
+    def _returns(
+        self,
+        data: GroupTransitions,
+        values: np.ndarray,
+        next_values: np.ndarray,
+        next_index: np.ndarray,
+        bounds: list[tuple[int, int]],
+    ) -> np.ndarray:
+        """λ-returns of the group values (``next_values`` given where a trajectory stops)."""
+        next_values = next_values.copy()
         linked = next_index >= 0
         next_values[linked] = values[next_index[linked]]
-        returns = values + compute_gae(
+        return values + compute_gae(
             rewards=data.group_rewards_sum() * self.settings.reward_strength,
             values=values,
             next_values=next_values,
-            dones=finished,
+            dones=data.group_finished(),
             next_index=next_index,
             chunk_bounds=bounds,
             gamma=self.settings.gamma,
             lambd=self.hyperparameters.lambd,
         )
-        return values, baselines, returns
 
     def _update(self) -> None:
         with self._update_threads():
@@ -171,6 +202,9 @@ class POCATrainer(PPOTrainer):
             torch.set_num_threads(before)
 
     def _update_on_threads(self) -> None:
+        if self.critic_memories is not None:
+            self._update_sequences()
+            return
         critic: GroupCritic = self.critic  # type: ignore[assignment]
         data, next_index, bounds = self.buffer.contents()
         self.buffer.clear()
@@ -201,3 +235,89 @@ class POCATrainer(PPOTrainer):
             critic_loss,
             {"Losses/Value Loss": 0.5, "Losses/Baseline Loss": 0.25},
         )
+
+    def _update_sequences(self) -> None:
+        """The update with memory: the value's and the baseline's passes along each agent's
+        trajectories, λ-returns, then PPO's minibatches of whole sequences."""
+        assert self.critic_memories is not None and self.baseline_memories is not None
+        assert self.settings.network_settings.memory is not None
+        critic: GroupCritic = self.critic  # type: ignore[assignment]
+        data, next_index, bounds = self.buffer.contents()
+        self.buffer.clear()
+        own: Transitions = data.own
+        obs = self._rollout_obs(own)
+        inputs = self._critic_inputs(data, obs)
+        sequences = cut_sequences(
+            next_index, own.slots, self.settings.network_settings.memory.sequence_length
+        )
+        assert own.ended is not None
+
+        def value(rows: np.ndarray, memory: torch.Tensor, length: int, lengths: torch.Tensor):
+            member_obs, present, _ = inputs.rows(self._tensor(rows))
+            return critic.recurrent_value(member_obs, present, memory, length, lengths)
+
+        def later_value(rows: np.ndarray, memory: torch.Tensor) -> torch.Tensor:
+            # the group one step later: the agent's next observation and its mates' next ones
+            members = data.members[rows]
+            later = to_tensors([o[members.clip(0)] for o in own.next_obs], self.device)
+            return critic.recurrent_value(later, self._tensor(members >= 0), memory)[0]
+
+        def baseline(rows: np.ndarray, memory: torch.Tensor, length: int, lengths: torch.Tensor):
+            return critic.recurrent_baseline(
+                *inputs.rows(self._tensor(rows)), memory, length, lengths
+            )
+
+        value_pass = sequence_pass(
+            value, later_value, sequences=sequences, ended=own.ended, device=self.device,
+            needs_next=(next_index < 0) & ~data.group_finished(), carried=self.critic_memories,
+        )  # fmt: skip
+        baseline_pass = sequence_pass(
+            baseline, None, sequences=sequences, ended=own.ended, device=self.device,
+            needs_next=np.zeros(len(data), bool), carried=self.baseline_memories,
+        )  # fmt: skip
+        values, baselines = value_pass.values, baseline_pass.values
+        returns = self._returns(data, values, value_pass.next_values, next_index, bounds)
+        self.stats.add("Policy/Extrinsic Value Estimate", float(values.mean()))
+        self.stats.add("Policy/Extrinsic Baseline Estimate", float(baselines.mean()))
+        old_values, old_baselines = self._tensor(values), self._tensor(baselines)
+        target = self._tensor(returns)
+        length = sequences.sequence_length
+        gather = self._tensor(sequences.gather_rows()).view(len(sequences), length)
+        valid = self._tensor(sequences.valid)
+
+        def critic_loss(chosen: torch.Tensor, epsilon: float) -> dict[str, torch.Tensor]:
+            rows, real = gather[chosen].reshape(-1), valid[chosen].reshape(-1)
+            estimate, estimate_baseline = critic.recurrent_value_and_baseline(
+                *inputs.rows(rows),
+                value_pass.start_memories[chosen],
+                baseline_pass.start_memories[chosen],
+                length,
+            )
+            return {
+                "Losses/Value Loss": clipped_value_loss(
+                    estimate, old_values[rows], target[rows], epsilon, real
+                ),
+                "Losses/Baseline Loss": clipped_value_loss(
+                    estimate_baseline, old_baselines[rows], target[rows], epsilon, real
+                ),
+            }
+
+        self._optimize(
+            own,
+            obs,
+            returns - baselines,
+            critic_loss,
+            {"Losses/Value Loss": 0.5, "Losses/Baseline Loss": 0.25},
+            sequences=sequences,
+        )
+
+    def _learner_state(self) -> dict[str, Any]:
+        state = super()._learner_state()
+        if self.baseline_memories is not None:
+            state["baseline_memories"] = self.baseline_memories.state_dict()
+        return state
+
+    def _load_learner_state(self, state: dict[str, Any]) -> None:
+        super()._load_learner_state(state)
+        if self.baseline_memories is not None and "baseline_memories" in state:
+            self.baseline_memories.load_state_dict(state["baseline_memories"])

@@ -27,9 +27,10 @@ from trainers.gae import compute_gae
 from trainers.hyperparameters import SHARED_CRITIC_UNSUPPORTED, PPOSettings
 from trainers.intrinsic_rewards import IntrinsicSignal, make_intrinsic_signals
 from trainers.magnet import Magnet
+from trainers.memory import masked_mean
 from trainers.networks import ValueNetwork
 from trainers.policy import TorchPolicy, to_tensors
-from trainers.ppo_sequences import CriticMemories, critic_pass, masked_mean
+from trainers.ppo_sequences import CriticMemories, critic_pass
 from trainers.rl_trainer import RLTrainer, decayed
 from trainers.rollout import Transitions
 from trainers.sequences import Sequences, cut_sequences

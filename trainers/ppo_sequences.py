@@ -1,4 +1,4 @@
-"""PPO's pieces for networks with memory: the critic's value pass over sequences, masked means.
+"""The critic's value pass over sequences, for networks with memory trained on rollouts.
 
 The actor's memory at each step was stored while acting, so its sequences start from the stored
 memory of their first step. The critic never acted, so its memories are made here, as ML-Agents
@@ -9,6 +9,8 @@ and records the memory each sequence starts from, for training.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 import numpy as np
 import torch
@@ -16,18 +18,6 @@ import torch
 from trainers.networks import ValueNetwork
 from trainers.policy import to_tensors
 from trainers.sequences import Sequences
-
-
-def masked_mean(values: torch.Tensor, valid: torch.Tensor | None) -> torch.Tensor:
-    """Mean of ``values`` (``[rows]`` or ``[rows, columns]``) over the rows where ``valid``."""
-    if valid is None:
-        return values.mean()
-    weights = valid.to(values.dtype)
-    if values.dim() == 2:
-        return (values * weights.unsqueeze(1)).sum() / (weights.sum() * values.shape[1]).clamp(
-            min=1.0
-        )
-    return (values * weights).sum() / weights.sum().clamp(min=1.0)
 
 
 @attrs.frozen
@@ -64,6 +54,16 @@ class CriticMemories:
         self.memory = state["memory"].clone()
 
 
+#: a critic with memory on sequences: (flat row indices, sequence by sequence; each sequence's
+#: starting memory; sequence_length; real steps per sequence) -> (one estimate per row, each
+#: sequence's memory after its last real step)
+SequenceEstimate = Callable[
+    [np.ndarray, torch.Tensor, int, torch.Tensor], tuple[torch.Tensor, torch.Tensor]
+]
+#: the critic's value of the observations after the given rows, each from its memory after it
+TailEstimate = Callable[[np.ndarray, torch.Tensor], torch.Tensor]
+
+
 @torch.no_grad()
 def critic_pass(
     critic: ValueNetwork,
@@ -75,11 +75,40 @@ def critic_pass(
     ended: np.ndarray,
     carried: CriticMemories,
 ) -> CriticPass:
-    """Run ``critic`` along the rollout's ``sequences``, one depth at a time, carrying each
-    slot's memory; ``needs_next``: rows whose next observation must be valued (a trajectory stops
-    there, its episode goes on); ``ended``: rows where the agent's episode ended (its memory is
-    cleared after them)."""
+    """``sequence_pass`` of a ``ValueNetwork`` over rows of observations ``obs``, valuing the
+    ``next_obs`` of the ``needs_next`` rows."""
     device = obs[0].device
+
+    def estimate(
+        rows: np.ndarray, memory: torch.Tensor, length: int, lengths: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        gather = torch.as_tensor(rows, device=device)
+        return critic.recurrent([o[gather] for o in obs], memory, length, lengths)
+
+    def tail(rows: np.ndarray, memory: torch.Tensor) -> torch.Tensor:
+        return critic.recurrent(to_tensors([o[rows] for o in next_obs], str(device)), memory)[0]
+
+    return sequence_pass(
+        estimate, tail, sequences=sequences, needs_next=needs_next, ended=ended,
+        carried=carried, device=device,
+    )  # fmt: skip
+
+
+@torch.no_grad()
+def sequence_pass(
+    estimate: SequenceEstimate,
+    tail: TailEstimate | None,
+    *,
+    sequences: Sequences,
+    needs_next: np.ndarray,
+    ended: np.ndarray,
+    carried: CriticMemories,
+    device: torch.device | str = "cpu",
+) -> CriticPass:
+    """Run a critic (``estimate``) along the rollout's ``sequences``, one depth at a time,
+    carrying each slot's memory; ``needs_next``: rows whose next observation must be valued by
+    ``tail`` (a trajectory stops there, its episode goes on; no ``tail``: nothing is);
+    ``ended``: rows where the agent's episode ended (its memory is cleared after them)."""
     values = np.zeros(len(ended), np.float32)
     next_values = np.zeros(len(ended), np.float32)
     start_memories = torch.zeros(len(sequences), carried.memory.shape[1], device=device)
@@ -95,17 +124,15 @@ def critic_pass(
             slots=sequences.slots[chosen],
             depth=sequences.depth[chosen],
         )
-        gather = torch.as_tensor(part.gather_rows(), device=device)
-        estimates, after = critic.recurrent(
-            [o[gather] for o in obs], memory, length, torch.as_tensor(part.lengths)
+        estimates, after = estimate(
+            part.gather_rows(), memory, length, torch.as_tensor(part.lengths)
         )
         valid = part.valid.reshape(-1)
         values[part.rows.reshape(-1)[valid]] = estimates.cpu().numpy()[valid]
         last = part.last_rows
         bootstrap = needs_next[last]
-        if bootstrap.any():
-            tail = to_tensors([o[last[bootstrap]] for o in next_obs], str(device))
-            tail_values, _ = critic.recurrent(tail, after[torch.as_tensor(bootstrap)], 1)
+        if tail is not None and bootstrap.any():
+            tail_values = tail(last[bootstrap], after[torch.as_tensor(bootstrap)])
             next_values[last[bootstrap]] = tail_values.cpu().numpy()
         after[torch.as_tensor(ended[last])] = 0.0
         carried.memory[slots] = after.cpu()

@@ -58,7 +58,7 @@ class RLTrainer(Trainer):
         if self.settings.network_settings.memory is not None and not self.supports_memory:
             raise UnsupportedFeatureError(
                 f"network_settings.memory is not supported with trainer_type "
-                f"{self.settings.trainer_type} yet, only with ppo; remove the memory section"
+                f"{self.settings.trainer_type} yet; remove the memory section"
             )
         return TorchPolicy(
             behavior_spec=behavior_spec,

@@ -44,10 +44,12 @@ from trainers.actor import ActionDistribution
 from trainers.buffers import ReplayBatch, ReplayBuffer
 from trainers.deferred_optimizer import DeferredAdam
 from trainers.hyperparameters import SACSettings
+from trainers.memory import MemoryCore, masked_mean
 from trainers.networks import ObservationEncoder, mlp
 from trainers.policy import TorchPolicy, to_tensors
 from trainers.rl_trainer import RLTrainer, decayed
 from trainers.rollout import Transitions
+from trainers.sequence_replay import SequenceReplayBuffer
 from trainers.settings import NetworkSettings
 
 #: target entropy of a discrete branch, as a fraction of its largest entropy (ML-Agents' value)
@@ -58,7 +60,13 @@ class QNetwork(nn.Module):
     """Observations and squashed continuous actions → Q-values.
 
     The output has one column per discrete action of every branch (``sum(branches)``), or a single
-    column when the action spec is purely continuous.
+    column when the action spec is purely continuous. Called in two parts: ``encode`` the
+    observations into each row's state, then ``values`` of that state for actions.
+
+    With ``settings.memory`` an LSTM (``trainers.memory``) follows the body, which then reads the
+    observations alone; the continuous action joins after the LSTM, through one more hidden
+    layer. So the memory sums up what was observed, and one pass of the LSTM over a sequence
+    serves the Q-values of both the stored and the freshly sampled actions.
     """
 
     def __init__(
@@ -66,18 +74,46 @@ class QNetwork(nn.Module):
     ) -> None:
         super().__init__()
         self.encoder = ObservationEncoder(obs_specs, settings)
-        self.body = mlp(
-            self.encoder.output_size + action_spec.continuous_size,
-            settings.hidden_units,
-            settings.num_layers,
-        )
-        self.head = nn.Linear(settings.hidden_units, max(sum(action_spec.discrete_branches), 1))
+        hidden, continuous = settings.hidden_units, action_spec.continuous_size
+        outputs = max(sum(action_spec.discrete_branches), 1)
+        self.memory_size = settings.memory.memory_size if settings.memory is not None else 0
+        if not self.memory_size:
+            self.body = mlp(self.encoder.output_size + continuous, hidden, settings.num_layers)
+            self.head = nn.Linear(hidden, outputs)
+            return
+        self.body = mlp(self.encoder.output_size, hidden, settings.num_layers)
+        self.memory = MemoryCore(hidden, self.memory_size)
+        size = self.memory.output_size
+        self.after_memory = mlp(size + continuous, hidden, 1) if continuous else nn.Identity()
+        self.head = nn.Linear(hidden if continuous else size, outputs)
+
+    def encode(
+        self,
+        obs: list[torch.Tensor],
+        memory: torch.Tensor | None = None,
+        sequence_length: int = 1,
+    ) -> torch.Tensor:
+        """Each row's state: its encoded observations or, with memory, the LSTM's output along
+        sequences of ``sequence_length`` rows, each started from its row of ``memory`` (zeros
+        when None)."""
+        features = self.encoder(obs)
+        if not self.memory_size:
+            return features
+        hidden = self.body(features)
+        if memory is None:
+            memory = hidden.new_zeros(hidden.shape[0] // sequence_length, self.memory_size)
+        return self.memory(hidden, memory, sequence_length)[0]
+
+    def values(self, state: torch.Tensor, continuous: torch.Tensor | None) -> torch.Tensor:
+        """Q-values of ``encode``'s states for squashed ``continuous`` actions."""
+        if continuous is not None:
+            state = torch.cat([state, continuous], dim=1)
+        if not self.memory_size:
+            return self.head(self.body(state))
+        return self.head(self.after_memory(state))
 
     def forward(self, obs: list[torch.Tensor], continuous: torch.Tensor | None) -> torch.Tensor:
-        features = self.encoder(obs)
-        if continuous is not None:
-            features = torch.cat([features, continuous], dim=1)
-        return self.head(self.body(features))
+        return self.values(self.encode(obs), continuous)
 
 
 @attrs.frozen
@@ -92,6 +128,10 @@ class _TensorBatch:
     next_mask: torch.Tensor | None
     rewards: torch.Tensor
     dones: torch.Tensor
+    #: with memory: False at padding rows, and each sequence's starting actor memory
+    valid: torch.Tensor | None = None
+    start_memories: torch.Tensor | None = None
+    sequence_length: int = 1
 
 
 @attrs.frozen
@@ -109,6 +149,7 @@ class SACTrainer(RLTrainer):
 
     squash = True
     conditional_std = True
+    supports_memory = True
     hyperparameters: SACSettings
 
     def _make_learner(self, policy: TorchPolicy) -> None:
@@ -153,8 +194,15 @@ class SACTrainer(RLTrainer):
         self.entropy_optimizer = DeferredAdam(
             [self.log_ent_coef_continuous, self.log_ent_coef_discrete], lr=lr
         )
-        self.buffer = ReplayBuffer(h.buffer_size)
+        self.buffer = self._new_buffer()
         self.updates = 0
+
+    def _new_buffer(self) -> ReplayBuffer | SequenceReplayBuffer:
+        """A replay ring of transitions or, with memory, of whole sequences."""
+        memory = self.settings.network_settings.memory
+        if memory is None:
+            return ReplayBuffer(self.hyperparameters.buffer_size)
+        return SequenceReplayBuffer(self.hyperparameters.buffer_size, memory.sequence_length)
 
     # -- experience ------------------------------------------------------------------------
     def _take(self, transitions: Transitions) -> None:
@@ -165,6 +213,10 @@ class SACTrainer(RLTrainer):
         # only makes sense if both read their inputs alike
         for network in (self.policy.actor, self.q1, self.q2, self.q1_target, self.q2_target):
             network.encoder.update_normalizer(obs)
+
+    def _on_environment_reset(self) -> None:
+        if isinstance(self.buffer, SequenceReplayBuffer):
+            self.buffer.flush()
 
     def _updates_due(self) -> int:
         """Gradient updates the trainer should have made by now (ML-Agents' ratio)."""
@@ -227,12 +279,20 @@ class SACTrainer(RLTrainer):
             next_mask=tensor(batch.next_action_mask),
             rewards=tensor(batch.rewards),
             dones=tensor(batch.dones, torch.float32),
+            valid=tensor(batch.valid),
+            start_memories=tensor(batch.start_memories),
+            sequence_length=batch.sequence_length,
         )
 
     def _soft_value(
-        self, dist: ActionDistribution, obs: list[torch.Tensor], q_a: QNetwork, q_b: QNetwork
+        self,
+        dist: ActionDistribution,
+        states: tuple[torch.Tensor, torch.Tensor],
+        q_a: QNetwork,
+        q_b: QNetwork,
     ) -> _SoftValue:
-        """``E_pi[min(Q_a, Q_b) - alpha log pi]`` at ``obs``, one sample for continuous actions."""
+        """``E_pi[min(Q_a, Q_b) - alpha log pi]`` at the rows whose states (``QNetwork.encode``)
+        in ``q_a`` and ``q_b`` are ``states``, one sample for continuous actions."""
         alpha_continuous = self.log_ent_coef_continuous.detach().exp()
         alpha_discrete = self.log_ent_coef_discrete.detach().exp()
         continuous = log_prob = None
@@ -241,7 +301,7 @@ class SACTrainer(RLTrainer):
             raw = dist.mean + torch.randn_like(dist.mean) * dist.log_std.exp()
             log_prob = dist.log_prob(raw, None)
             continuous = torch.tanh(raw)
-        q = torch.min(q_a(obs, continuous), q_b(obs, continuous))
+        q = torch.min(q_a.values(states[0], continuous), q_b.values(states[1], continuous))
         neg_entropy = None
         if self.branches:
             expected_q, terms = [], []
@@ -277,20 +337,69 @@ class SACTrainer(RLTrainer):
 
     def _gradient_step(self) -> torch.Tensor:
         """One minibatch, one step of each optimizer; returns (policy, Q1, Q2 loss, entropy)."""
+        batch = self.buffer.sample(self.hyperparameters.batch_size, self.rng)
+        return self._learn(self._tensors(batch))
+
+    def _distribution(
+        self,
+        obs: list[torch.Tensor],
+        mask: torch.Tensor | None,
+        memory: torch.Tensor | None,
+        sequence_length: int,
+    ) -> ActionDistribution:
+        """The policy's distribution at ``obs``, along sequences from ``memory`` when given."""
         assert self.policy is not None
         actor = self.policy.actor
-        b = self._tensors(self.buffer.sample(self.hyperparameters.batch_size, self.rng))
+        if memory is None:
+            return actor(obs, mask)
+        return actor.distribution(actor.head_outputs(obs, mask, memory, sequence_length))
 
+    def _next_step(
+        self, b: _TensorBatch
+    ) -> tuple[ActionDistribution, tuple[torch.Tensor, torch.Tensor]]:
+        """The policy's distribution at each row's next observation and the target networks'
+        states there. With memory each sequence is run again from its first step, one step
+        longer: the memories at the next observations are the ones that sequence leads to."""
+        targets = (self.q1_target, self.q2_target)
+        if b.start_memories is None:
+            dist = self._distribution(b.next_obs, b.next_mask, None, 1)
+            return dist, (targets[0].encode(b.next_obs), targets[1].encode(b.next_obs))
+        length = b.sequence_length
+        obs = [_with_first_step(o, n, length) for o, n in zip(b.obs, b.next_obs, strict=True)]
+        mask = None
+        if b.mask is not None and b.next_mask is not None:
+            mask = _with_first_step(b.mask, b.next_mask, length)
+        assert self.policy is not None
+        heads = self.policy.actor.head_outputs(obs, mask, b.start_memories, length + 1)
+        rows = obs[0].shape[0]
+        dist = self.policy.actor.distribution(
+            {
+                key: _without_first_step(value, length + 1) if value.shape[0] == rows else value
+                for key, value in heads.items()
+                if key != "memory"
+            }
+        )
+        states = [_without_first_step(q.encode(obs, None, length + 1), length + 1) for q in targets]
+        return dist, (states[0], states[1])
+
+    def _learn(self, b: _TensorBatch) -> torch.Tensor:
+        """One step of each optimizer on the minibatch ``b`` (padding rows, with memory, count in
+        no loss); returns (policy, Q1, Q2 loss, entropy)."""
+        assert self.policy is not None
+        length, valid = b.sequence_length, b.valid
         with torch.no_grad():
-            next_dist = actor(b.next_obs, b.next_mask)
+            next_dist, next_states = self._next_step(b)
             next_value = self._soft_value(
-                next_dist, b.next_obs, self.q1_target, self.q2_target
+                next_dist, next_states, self.q1_target, self.q2_target
             ).value
             target = b.rewards + self.settings.gamma * (1.0 - b.dones) * next_value
-        q1 = self._taken_q(self.q1(b.obs, b.continuous), b.discrete)
-        q2 = self._taken_q(self.q2(b.obs, b.continuous), b.discrete)
-        q1_loss = 0.5 * ((q1 - target) ** 2).mean()
-        q2_loss = 0.5 * ((q2 - target) ** 2).mean()
+        # the Q networks' memories start from zeros at each sequence's first step, as in ML-Agents
+        q1 = self._taken_q(self.q1.values(self.q1.encode(b.obs, None, length), b.continuous),
+                           b.discrete)  # fmt: skip
+        q2 = self._taken_q(self.q2.values(self.q2.encode(b.obs, None, length), b.continuous),
+                           b.discrete)  # fmt: skip
+        q1_loss = 0.5 * masked_mean((q1 - target) ** 2, valid)
+        q2_loss = 0.5 * masked_mean((q2 - target) ** 2, valid)
         self.q_optimizer.zero_grad(set_to_none=True)
         (q1_loss + q2_loss).backward()
         self.q_optimizer.step()
@@ -298,8 +407,11 @@ class SACTrainer(RLTrainer):
         # the policy loss differentiates through the Q networks without training them
         for parameter in self._q_parameters:
             parameter.requires_grad_(False)
-        soft = self._soft_value(actor(b.obs, b.mask), b.obs, self.q1, self.q2)
-        policy_loss = -soft.value.mean()
+        with torch.no_grad():
+            states = (self.q1.encode(b.obs, None, length), self.q2.encode(b.obs, None, length))
+        dist = self._distribution(b.obs, b.mask, b.start_memories, length)
+        soft = self._soft_value(dist, states, self.q1, self.q2)
+        policy_loss = -masked_mean(soft.value, valid)
         self.policy_optimizer.zero_grad(set_to_none=True)
         policy_loss.backward()
         self.policy_optimizer.step()
@@ -309,10 +421,12 @@ class SACTrainer(RLTrainer):
         entropy_loss = torch.zeros((), device=self.device)
         if soft.continuous_log_prob is not None:
             gap = soft.continuous_log_prob.detach() + self.target_entropy_continuous
-            entropy_loss = entropy_loss - (self.log_ent_coef_continuous * gap).mean()
+            entropy_loss = entropy_loss - masked_mean(self.log_ent_coef_continuous * gap, valid)
         if soft.discrete_neg_entropy is not None:
             gap = soft.discrete_neg_entropy.detach() + self.target_entropy_discrete
-            entropy_loss = entropy_loss - (self.log_ent_coef_discrete * gap).sum(dim=1).mean()
+            entropy_loss = entropy_loss - masked_mean(
+                (self.log_ent_coef_discrete * gap).sum(dim=1), valid
+            )
         self.entropy_optimizer.zero_grad(set_to_none=True)
         entropy_loss.backward()
         self.entropy_optimizer.step()
@@ -322,7 +436,12 @@ class SACTrainer(RLTrainer):
                 self._target_parameters, self._q_parameters, self.hyperparameters.tau
             )
         return torch.stack(
-            [policy_loss.detach(), q1_loss.detach(), q2_loss.detach(), soft.entropy.detach().mean()]
+            [
+                policy_loss.detach(),
+                q1_loss.detach(),
+                q2_loss.detach(),
+                masked_mean(soft.entropy.detach(), valid),
+            ]
         )
 
     # -- persistence -----------------------------------------------------------------------
@@ -356,4 +475,21 @@ class SACTrainer(RLTrainer):
         if "buffer" in state:
             self.buffer.load_state_dict(state["buffer"])
         else:
-            self.buffer = ReplayBuffer(self.hyperparameters.buffer_size)
+            self.buffer = self._new_buffer()
+
+
+def _with_first_step(
+    steps: torch.Tensor, following: torch.Tensor, sequence_length: int
+) -> torch.Tensor:
+    """Rows of sequences of ``sequence_length`` → each sequence's first row of ``steps``, then
+    its rows of ``following`` (``sequence_length + 1`` rows a sequence)."""
+    count = steps.shape[0] // sequence_length
+    first = steps.reshape(count, sequence_length, *steps.shape[1:])[:, :1]
+    rest = following.reshape(count, sequence_length, *following.shape[1:])
+    return torch.cat([first, rest], dim=1).reshape(-1, *steps.shape[1:])
+
+
+def _without_first_step(rows: torch.Tensor, sequence_length: int) -> torch.Tensor:
+    """Rows of sequences of ``sequence_length`` without each sequence's first row."""
+    count = rows.shape[0] // sequence_length
+    return rows.reshape(count, sequence_length, *rows.shape[1:])[:, 1:].reshape(-1, *rows.shape[1:])

@@ -49,7 +49,7 @@ class ConditioningType(str, enum.Enum):
 class MemorySettings:
     """Recurrent memory: an LSTM whose state (``memory_size`` floats, hidden then cell) each
     agent carries between decisions, trained on sequences of ``sequence_length`` steps
-    (``trainers.memory``, ``trainers.sequences``; PPO only)."""
+    (``trainers.memory``, ``trainers.sequences``; PPO, SAC and POCA)."""
 
     sequence_length: int = attrs.field(default=64, validator=positive)
     memory_size: int = attrs.field(default=128, validator=positive)

@@ -309,14 +309,21 @@ def _check_network(network: NetworkSettings) -> None:
         ).below("vis_encode_type")
 
 
+#: the trainer types that train networks with ``network_settings.memory``
+MEMORY_TRAINER_TYPES = ("ppo", "sac", "poca")
+
+
 def _check_memory_support(settings: BehaviorSettings, trainer_type: str) -> None:
-    """``network_settings.memory`` works with PPO alone for now, without the magnet or the
-    distilled average policy."""
+    """``network_settings.memory`` works with the trainer types of ``MEMORY_TRAINER_TYPES``,
+    without the magnet or the distilled average policy."""
     if settings.network_settings.memory is None:
         return
     reason = None
-    if trainer_type != "ppo":
-        reason = f"memory is not supported with trainer_type {trainer_type} yet, only with ppo"
+    if trainer_type not in MEMORY_TRAINER_TYPES:
+        reason = (
+            f"memory is not supported with trainer_type {trainer_type} yet, only with "
+            f"{', '.join(MEMORY_TRAINER_TYPES)}"
+        )
     elif getattr(settings.hyperparameters, "magnet_strength", 0) > 0:
         reason = "memory with hyperparameters.magnet_strength > 0 is not supported yet"
     elif settings.self_play is not None and settings.self_play.average_policy.enabled:
