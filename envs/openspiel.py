@@ -247,6 +247,7 @@ class OpenSpielSource:
         seats: ``teams`` (one behavior, a team per player) or ``separate`` (a behavior each).
         observation: ``auto``, ``info_state`` or ``observation`` tensors.
         max_episode_steps: moves after which a game is interrupted (None: play to the end).
+        shuffle_seats: deal the seats to the teams at random every game (``SeatedGame``).
     """
 
     game: str
@@ -254,6 +255,7 @@ class OpenSpielSource:
     seats: str = attrs.field(default="teams", validator=attrs.validators.in_(SEAT_MAPPINGS))
     observation: str = attrs.field(default="auto", validator=attrs.validators.in_(OBSERVATIONS))
     max_episode_steps: int | None = None
+    shuffle_seats: bool = False
 
     def load(self):
         """The ``pyspiel.Game``, checked to be playable here."""
@@ -278,6 +280,7 @@ class OpenSpielSource:
             seats=seats,
             seed=mix_seed(seed, worker_id),
             max_episode_steps=self.max_episode_steps,
+            shuffle_seats=self.shuffle_seats,
         )
 
     @property

@@ -92,6 +92,8 @@ class PettingZooSource:
     seats: str | tuple[tuple[str, str], ...] = attrs.field(default="auto", converter=_seat_option)
     name: str | None = None
     max_episode_steps: int | None = attrs.field(default=None, validator=_positive_or_none)
+    #: deal the seats to the teams at random every game (``SeatedGame``)
+    shuffle_seats: bool = False
 
     def __call__(self, *, worker_id: int = 0, seed: int = 0) -> SeatedGame:
         """``copies`` tables seeded from ``seed`` and ``worker_id`` (see ``mix_seed``)."""
@@ -103,6 +105,7 @@ class PettingZooSource:
             seats=[codec.seat for codec in layout.codecs],
             seed=mix_seed(seed, worker_id),
             max_episode_steps=self.max_episode_steps,
+            shuffle_seats=self.shuffle_seats,
         )
 
     @property

@@ -220,6 +220,26 @@ def _ecosystem_source(prefix: str, target: str, env_settings: EnvironmentSetting
     return pettingzoo.from_module(target, copies=copies)
 
 
+def with_shuffled_seats(factory: Any) -> Any:
+    """``factory`` (an OpenSpiel or PettingZoo game) dealing its seats to the teams at random
+    every game (``SeatedGame.shuffle_seats``).
+
+    Raises:
+        EnvironmentSourceError: a factory whose games have no seats to deal.
+    """
+    if attrs.has(type(factory)) and "shuffle_seats" in attrs.fields_dict(type(factory)):
+        return attrs.evolve(factory, shuffle_seats=True)
+    raise EnvironmentSourceError(
+        "self_play.seats: shuffled deals the seats of turn-based games (openspiel:<game>, "
+        f"pettingzoo:<module>); {_described(factory)} has none to deal: use seats: fixed"
+    )
+
+
+def _described(factory: Any) -> str:
+    describe = getattr(factory, "describe", None)
+    return describe() if callable(describe) else type(factory).__name__
+
+
 def _unity_candidates(path: str) -> list[Path]:
     return [Path(path), *(Path(path + suffix) for suffix in UNITY_SUFFIXES)]
 

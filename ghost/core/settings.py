@@ -124,6 +124,10 @@ class AveragePolicySettings:
     learning_rate: float = attrs.field(default=1.0e-3, validator=positive)
 
 
+#: ``self_play.seats``: how a turn-based game's seats are dealt to the teams
+SEAT_DEALS = ("fixed", "shuffled")
+
+
 @attrs.frozen(kw_only=True)
 class SelfPlaySettings:
     """The ``self_play:`` section of a behavior (ML-Agents' keys plus ours).
@@ -153,6 +157,10 @@ class SelfPlaySettings:
         default=None, validator=attrs.validators.optional(attrs.validators.ge(0))
     )
     league: LeagueSettings = attrs.Factory(LeagueSettings)
+    #: turn-based symmetric games (OpenSpiel, PettingZoo): ``fixed`` keeps team ``t`` in seat
+    #: ``t`` (ML-Agents' semantics: the learner trains one seat per turn); ``shuffled`` deals the
+    #: seats to the teams at random every game, so every turn trains every seat
+    seats: str = attrs.field(default="fixed", validator=attrs.validators.in_(SEAT_DEALS))
     average_policy: AveragePolicySettings = attrs.Factory(AveragePolicySettings)
     #: a named combination of the keys above (``robust``); keys written beside it keep their
     #: values (``ghost.config.presets``)

@@ -25,7 +25,7 @@ from envs.mlagents_protobuf import describe_protobuf
 from envs.openspiel import OpenSpielSource
 from envs.pettingzoo import PettingZooSource
 from envs.settings import EnvironmentSettings
-from envs.sources import EnvFunction, EnvInstance
+from envs.sources import EnvFunction, EnvInstance, with_shuffled_seats
 from envs.stepping import EnvStepper, InProcessStepper
 from envs.unity_build import UnityBuild
 from ghost.command_line import console_logging
@@ -73,6 +73,20 @@ class TrainingResult:
     steps: dict[str, int]
     wall_time_s: float
     stopped_early: bool
+
+
+def training_games(options: RunOptions, factory: EnvFactory) -> EnvFactory:
+    """The factory training steps: with ``self_play.seats: shuffled`` its games deal the seats at
+    random every game (evaluations keep ``factory``'s fixed seats, to score each seat)."""
+    shuffled = [
+        name
+        for name, settings in options.behaviors.items()
+        if settings.self_play is not None and settings.self_play.seats == "shuffled"
+    ]
+    if not shuffled:
+        return factory
+    logger.info("Self-play: %s plays every seat (self_play.seats: shuffled)", ", ".join(shuffled))
+    return with_shuffled_seats(factory)
 
 
 def make_stepper(settings: EnvironmentSettings, factory: EnvFactory, seed: int) -> EnvStepper:
@@ -179,7 +193,7 @@ def run_training(
         callbacks = [*callbacks, LockHeartbeat(run_dir.lock)]
     session = SelfPlaySession(
         options=options,
-        stepper=make_stepper(options.env_settings, env_factory, seed),
+        stepper=make_stepper(options.env_settings, training_games(options, env_factory), seed),
         layout=run_dir.layout,
         seed=seed,
         device=options.torch_settings.device or "cpu",
