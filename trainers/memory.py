@@ -65,33 +65,65 @@ class AgentMemories:
     """The memory each acting agent carries from one decision to its next, by agent id.
 
     An agent seen for the first time, or whose episode ended (``forget``), starts from zeros.
+    Memories are rows of one array; the agent ids are kept sorted beside them, so that a batch of
+    agents is looked up with one ``searchsorted`` rather than one lookup per agent.
     """
 
     def __init__(self, memory_size: int) -> None:
         self.memory_size = memory_size
-        self._rows: dict[int, np.ndarray] = {}
+        self._ids = np.zeros(0, np.int64)
+        self._rows = np.zeros((0, memory_size), np.float32)
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._ids)
+
+    def _find(self, agent_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each id's position in ``_ids`` and whether it is there."""
+        where = np.searchsorted(self._ids, agent_ids)
+        known = where < len(self._ids)
+        known[known] = self._ids[where[known]] == agent_ids[known]
+        return where, known
 
     def recall(self, agent_ids: np.ndarray) -> np.ndarray:
         """The memories of ``agent_ids`` as ``[agents, memory_size]`` float32."""
-        zeros = np.zeros(self.memory_size, np.float32)
-        if len(agent_ids) == 0:
-            return np.zeros((0, self.memory_size), np.float32)
-        return np.stack([self._rows.get(a, zeros) for a in np.asarray(agent_ids).tolist()])
+        agent_ids = np.asarray(agent_ids, np.int64).reshape(-1)
+        memories = np.zeros((len(agent_ids), self.memory_size), np.float32)
+        where, known = self._find(agent_ids)
+        memories[known] = self._rows[where[known]]
+        return memories
 
     def store(self, agent_ids: np.ndarray, memories: np.ndarray) -> None:
-        for agent_id, row in zip(np.asarray(agent_ids).tolist(), memories, strict=True):
-            self._rows[agent_id] = np.array(row, np.float32)
+        """Keep ``memories`` (one row per id) as the agents' memories; where an id appears more
+        than once, its last row is kept."""
+        agent_ids = np.asarray(agent_ids, np.int64).reshape(-1)
+        memories = np.asarray(memories, np.float32).reshape(len(agent_ids), self.memory_size)
+        where, known = self._find(agent_ids)
+        if known.all():  # the usual decision: every agent known, each once
+            taken = np.zeros(len(self._ids), bool)
+            taken[where] = True
+            if np.count_nonzero(taken) == len(where):
+                self._rows[where] = memories
+                return
+        # np.unique on the reversed ids finds each id's last row
+        agent_ids, last = np.unique(agent_ids[::-1], return_index=True)
+        memories = memories[::-1][last]
+        where, known = self._find(agent_ids)
+        self._rows[where[known]] = memories[known]
+        if not known.all():
+            new = ~known
+            self._ids = np.insert(self._ids, where[new], agent_ids[new])
+            self._rows = np.insert(self._rows, where[new], memories[new], axis=0)
 
     def forget(self, agent_ids: np.ndarray | None = None) -> None:
         """Drop the memories of ``agent_ids`` (all of them when None)."""
         if agent_ids is None:
-            self._rows.clear()
+            self._ids = self._ids[:0]
+            self._rows = self._rows[:0]
             return
-        for agent_id in np.asarray(agent_ids).tolist():
-            self._rows.pop(agent_id, None)
+        where, known = self._find(np.asarray(agent_ids, np.int64).reshape(-1))
+        if known.any():
+            self._ids = np.delete(self._ids, where[known])
+            self._rows = np.delete(self._rows, where[known], axis=0)
 
 
 def forget_ended(actor: Any, terminal: TerminalSteps) -> None:
