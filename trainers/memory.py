@@ -77,7 +77,9 @@ class AgentMemories:
 
     def __init__(self, memory_size: int) -> None:
         self.memory_size = memory_size
-        self.forget()
+        self._ids = np.zeros(0, np.int64)
+        self._rows = np.zeros((0, memory_size), np.float32)
+        self._live = np.zeros(0, np.bool_)  # False: forgotten (its row is zeros)
 
     def __len__(self) -> int:
         """How many agents have a memory now (stored and not forgotten since)."""
@@ -105,7 +107,7 @@ class AgentMemories:
         memories = np.asarray(memories, np.float32).reshape(len(agent_ids), self.memory_size)
         where, known = self._find(agent_ids)
         if known.all():  # the usual decision: every agent has a row, each comes once
-            taken = np.zeros(len(self._ids), bool)
+            taken = np.zeros(len(self._ids), np.bool_)
             taken[where] = True
             if np.count_nonzero(taken) == len(where):
                 self._rows[where] = memories
@@ -128,7 +130,7 @@ class AgentMemories:
         if agent_ids is None:
             self._ids = np.zeros(0, np.int64)
             self._rows = np.zeros((0, self.memory_size), np.float32)
-            self._live = np.zeros(0, bool)
+            self._live = np.zeros(0, np.bool_)
             return
         where, known = self._find(np.asarray(agent_ids, np.int64).reshape(-1))
         where = where[known]
@@ -137,7 +139,7 @@ class AgentMemories:
         forgotten = len(self._live) - np.count_nonzero(self._live)
         if forgotten > max(self.KEPT_FORGOTTEN, len(self._live) // 2):
             self._ids, self._rows = self._ids[self._live], self._rows[self._live]
-            self._live = np.ones(len(self._ids), bool)
+            self._live = np.ones(len(self._ids), np.bool_)
 
 
 def forget_ended(actor: Any, terminal: TerminalSteps) -> None:
