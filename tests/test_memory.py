@@ -19,7 +19,7 @@ from ghost.core.snapshots import Snapshot
 from ghost.running.opponent_policy import OpponentPolicy
 from trainers.exceptions import MemoryUseError
 from trainers.hyperparameters import PPOSettings
-from trainers.memory import act_on_steps, masked_mean
+from trainers.memory import AgentMemories, act_on_steps, masked_mean
 from trainers.networks import ValueNetwork
 from trainers.policy import TorchPolicy, load_policy
 from trainers.ppo import PPOTrainer, _Rollout
@@ -61,6 +61,33 @@ def test_each_agent_carries_its_own_memory_until_it_is_forgotten():
     again = policy.action_probabilities(_obs(a, c), agent_ids=np.array([7, 9]))[0]
     np.testing.assert_allclose(again[0], first[0], rtol=1e-6)
     assert not np.allclose(again[1], first[1])
+
+
+def test_agent_memories_act_like_a_dict_of_rows_by_agent_id():
+    """The array storage gives what a plain ``{agent_id: row}`` would: zeros for an unknown or
+    forgotten agent, the last row stored when an id comes twice in one call, however many ids
+    come and go."""
+    rng = np.random.default_rng(0)
+    memories, reference = AgentMemories(3), {}
+    memories.KEPT_FORGOTTEN = 4  # forgotten rows are dropped now and then on the way
+    for _ in range(400):
+        ids = rng.integers(-3, 20, rng.integers(0, 7))
+        action = rng.random()
+        if action < 0.5:
+            rows = rng.normal(size=(len(ids), 3)).astype(np.float32)
+            memories.store(ids, rows)
+            reference.update(zip(ids.tolist(), rows, strict=True))
+        elif action < 0.95:
+            memories.forget(ids)
+            for agent_id in ids.tolist():
+                reference.pop(agent_id, None)
+        else:
+            memories.forget()
+            reference.clear()
+        asked = rng.integers(-3, 20, rng.integers(0, 9))
+        expected = [reference.get(a, np.zeros(3, np.float32)) for a in asked.tolist()]
+        assert np.array_equal(memories.recall(asked), np.reshape(expected, (len(asked), 3)))
+        assert len(memories) == len(reference)
 
 
 def test_a_policy_with_memory_asks_for_agent_ids():
@@ -141,6 +168,35 @@ def test_trajectories_are_cut_into_sequences_padded_at_their_end():
     assert sequences.depth.tolist() == [0, 1, 0, 1, 2]
     assert sequences.lengths.tolist() == [2, 1, 2, 1, 1]
     assert sequences.last_rows.tolist() == [2, 4, 3, 5, 6]
+
+
+def test_sequences_follow_each_trajectory_step_by_step():
+    """Trajectories of any shape, their rows arriving interleaved: each sequence holds the next
+    ``sequence_length`` rows of one trajectory (trajectories in the order they began), and a
+    slot's sequences count their depth in that order."""
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        count, length = int(rng.integers(2, 80)), int(rng.integers(1, 6))
+        shuffled = rng.permutation(count)
+        next_index = np.full(count, -1)
+        cuts = rng.choice(np.arange(1, count), min(count - 1, 6), replace=False)
+        for chain in np.split(shuffled, np.sort(cuts)):
+            next_index[chain[:-1]] = chain[1:]
+        slots = rng.integers(0, 3, count)
+        sequences = cut_sequences(next_index, slots, length)
+        expected, owners = [], []
+        heads = sorted(set(range(count)) - set(next_index[next_index >= 0].tolist()))
+        for head in heads:
+            chain = [head]
+            while next_index[chain[-1]] >= 0:
+                chain.append(int(next_index[chain[-1]]))
+            for start in range(0, len(chain), length):
+                part = chain[start : start + length]
+                expected.append(part + [-1] * (length - len(part)))
+                owners.append(int(slots[head]))
+        assert sequences.rows.tolist() == expected
+        assert sequences.slots.tolist() == owners
+        assert sequences.depth.tolist() == [owners[:i].count(s) for i, s in enumerate(owners)]
 
 
 def test_padding_counts_in_no_mean():

@@ -160,6 +160,36 @@ def test_onnxruntime_acts_like_the_torch_policy(tmp_path, name, squash):
             assert not mask[np.arange(50), sampled[:, branch]].any()  # never a masked action
 
 
+@pytest.mark.parametrize("name", ["memory_continuous", "memory_discrete"])
+def test_onnxruntime_carries_memory_like_the_torch_policy_over_50_steps(tmp_path, name):
+    """Unity feeds ``recurrent_out`` back as the next ``recurrent_in``; over 50 consecutive
+    decisions that must give the torch policy's actions and carried memories at every step."""
+    case = REFERENCE[name]["case"]
+    policy = _policy(case)
+    session = ort.InferenceSession(str(export_onnx(policy, tmp_path / "brain.onnx")))
+    names = [o.name for o in session.get_outputs()]
+    agents, steps = np.array([3, 11, 4, 40, 7]), 50
+    rng = np.random.default_rng(4)
+    allowed = [np.ones((len(agents), sum(case["branches"])), np.float32)] * bool(case["branches"])
+    memory = np.zeros((len(agents), 1, policy.memory_size), np.float32)  # Unity starts at zeros
+    for step in range(steps):
+        obs = [rng.normal(0.0, 2.0, (len(agents), *o.shape)).astype(np.float32)
+               for o in policy.behavior_spec.observation_specs]  # fmt: skip
+        feeds = [*obs, *allowed, memory]
+        out = dict(zip(names, session.run(None, dict(zip(
+            [i.name for i in session.get_inputs()], feeds, strict=True))), strict=True))  # fmt: skip
+        greedy = policy.act(obs, deterministic=True, agent_ids=agents)
+        memory = out["recurrent_out"]
+        np.testing.assert_allclose(memory[:, 0, :], policy.memories.recall(agents),
+                                   atol=TOLERANCE, err_msg=f"memory at step {step}")  # fmt: skip
+        if case["continuous"]:
+            np.testing.assert_allclose(out["deterministic_continuous_actions"], greedy.continuous,
+                                       atol=TOLERANCE, err_msg=f"actions at step {step}")  # fmt: skip
+        if case["branches"]:
+            assert np.array_equal(out["deterministic_discrete_actions"], greedy.discrete), step
+    assert np.abs(memory).max() > 0.05  # the carried state is far from zeros after 50 steps
+
+
 @pytest.mark.parametrize("name", ["vector_continuous", "vector_discrete"])
 def test_sampled_outputs_follow_the_policy_distribution(tmp_path, name):
     case = REFERENCE[name]["case"]

@@ -77,33 +77,81 @@ class AgentMemories:
     """The memory each acting agent carries from one decision to its next, by agent id.
 
     An agent seen for the first time, or whose episode ended (``forget``), starts from zeros.
+    Memories are rows of one array, the agent ids kept sorted beside them, so that a batch of
+    agents is looked up with one ``searchsorted`` rather than one lookup per agent. A forgotten
+    agent's row is zeroed and kept for its next episode (environments mostly reuse an agent's
+    id); rows of forgotten agents are dropped once they are most of the array, so that ids that
+    are never seen again do not pile up.
     """
+
+    #: forgotten rows kept at least up to this many, before dropping them is worth its copy
+    KEPT_FORGOTTEN = 64
 
     def __init__(self, memory_size: int) -> None:
         self.memory_size = memory_size
-        self._rows: dict[int, np.ndarray] = {}
+        self._ids = np.zeros(0, np.int64)
+        self._rows = np.zeros((0, memory_size), np.float32)
+        self._live = np.zeros(0, np.bool_)  # False: forgotten (its row is zeros)
 
     def __len__(self) -> int:
-        return len(self._rows)
+        """How many agents have a memory now (stored and not forgotten since)."""
+        return int(np.count_nonzero(self._live))
+
+    def _find(self, agent_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each id's position in ``_ids`` and whether it is there."""
+        where = np.searchsorted(self._ids, agent_ids)
+        known = where < len(self._ids)
+        known[known] = self._ids[where[known]] == agent_ids[known]
+        return where, known
 
     def recall(self, agent_ids: np.ndarray) -> np.ndarray:
         """The memories of ``agent_ids`` as ``[agents, memory_size]`` float32."""
-        zeros = np.zeros(self.memory_size, np.float32)
-        if len(agent_ids) == 0:
-            return np.zeros((0, self.memory_size), np.float32)
-        return np.stack([self._rows.get(a, zeros) for a in np.asarray(agent_ids).tolist()])
+        agent_ids = np.asarray(agent_ids, np.int64).reshape(-1)
+        memories = np.zeros((len(agent_ids), self.memory_size), np.float32)
+        where, known = self._find(agent_ids)
+        memories[known] = self._rows[where[known]]
+        return memories
 
     def store(self, agent_ids: np.ndarray, memories: np.ndarray) -> None:
-        for agent_id, row in zip(np.asarray(agent_ids).tolist(), memories, strict=True):
-            self._rows[agent_id] = np.array(row, np.float32)
+        """Keep ``memories`` (one row per id) as the agents' memories; where an id appears more
+        than once, its last row is kept."""
+        agent_ids = np.asarray(agent_ids, np.int64).reshape(-1)
+        memories = np.asarray(memories, np.float32).reshape(len(agent_ids), self.memory_size)
+        where, known = self._find(agent_ids)
+        if known.all():  # the usual decision: every agent has a row, each comes once
+            taken = np.zeros(len(self._ids), np.bool_)
+            taken[where] = True
+            if np.count_nonzero(taken) == len(where):
+                self._rows[where] = memories
+                self._live[where] = True
+                return
+        # np.unique on the reversed ids finds each id's last row
+        agent_ids, last = np.unique(agent_ids[::-1], return_index=True)
+        memories = memories[::-1][last]
+        where, known = self._find(agent_ids)
+        self._rows[where[known]] = memories[known]
+        self._live[where[known]] = True
+        if not known.all():
+            new, at = ~known, where[~known]
+            self._ids = np.insert(self._ids, at, agent_ids[new])
+            self._rows = np.insert(self._rows, at, memories[new], axis=0)
+            self._live = np.insert(self._live, at, True)
 
     def forget(self, agent_ids: np.ndarray | None = None) -> None:
         """Drop the memories of ``agent_ids`` (all of them when None)."""
         if agent_ids is None:
-            self._rows.clear()
+            self._ids = np.zeros(0, np.int64)
+            self._rows = np.zeros((0, self.memory_size), np.float32)
+            self._live = np.zeros(0, np.bool_)
             return
-        for agent_id in np.asarray(agent_ids).tolist():
-            self._rows.pop(agent_id, None)
+        where, known = self._find(np.asarray(agent_ids, np.int64).reshape(-1))
+        where = where[known]
+        self._rows[where] = 0.0
+        self._live[where] = False
+        forgotten = len(self._live) - np.count_nonzero(self._live)
+        if forgotten > max(self.KEPT_FORGOTTEN, len(self._live) // 2):
+            self._ids, self._rows = self._ids[self._live], self._rows[self._live]
+            self._live = np.ones(len(self._ids), np.bool_)
 
 
 def forget_ended(actor: Any, terminal: TerminalSteps) -> None:

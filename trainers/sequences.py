@@ -56,37 +56,44 @@ class Sequences:
         return np.where(self.valid, self.rows, 0).reshape(-1)
 
 
-def trajectories(next_index: np.ndarray) -> list[np.ndarray]:
-    """The rows of each trajectory, in the order their first rows arrived."""
-    linked = next_index[next_index >= 0]
-    followed = np.zeros(len(next_index), dtype=bool)
-    followed[linked] = True
-    chains = []
-    for head in np.flatnonzero(~followed).tolist():
-        chain = [head]
-        while next_index[chain[-1]] >= 0:
-            chain.append(int(next_index[chain[-1]]))
-        chains.append(np.asarray(chain, dtype=np.int64))
-    return chains
+def chain_positions(next_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's trajectory (the row it starts at) and its step in it, by pointer jumping:
+    ``log2`` of the longest trajectory rounds of array work, rather than one Python step per
+    row."""
+    count = len(next_index)
+    linked = np.flatnonzero(next_index >= 0)
+    previous = np.arange(count)  # a trajectory's first row points at itself
+    previous[next_index[linked]] = linked
+    step = (previous != np.arange(count)).astype(np.int64)
+    while True:
+        further = previous[previous]
+        if np.array_equal(further, previous):
+            return previous, step
+        step = step + step[previous]
+        previous = further
 
 
 def cut_sequences(next_index: np.ndarray, slots: np.ndarray, sequence_length: int) -> Sequences:
     """Cut every trajectory of a rollout (``next_index`` as ``RolloutBuffer.contents`` gives it,
     ``slots`` each row's agent slot) into padded sequences of ``sequence_length`` steps."""
-    pieces: list[np.ndarray] = []
-    owners: list[int] = []
-    for chain in trajectories(next_index):
-        for start in range(0, len(chain), sequence_length):
-            piece = np.full(sequence_length, -1, dtype=np.int64)
-            part = chain[start : start + sequence_length]
-            piece[: len(part)] = part
-            pieces.append(piece)
-            owners.append(int(slots[chain[0]]))
-    rows = np.stack(pieces) if pieces else np.zeros((0, sequence_length), np.int64)
-    owner = np.asarray(owners, dtype=np.int64)
-    depth = np.zeros(len(owner), dtype=np.int64)
-    seen: dict[int, int] = {}
-    for index, slot in enumerate(owners):
-        depth[index] = seen.get(slot, 0)
-        seen[slot] = depth[index] + 1
+    head, step = chain_positions(next_index)
+    heads = np.flatnonzero(step == 0)  # in arrival order
+    lengths = np.bincount(head, minlength=len(next_index))[heads]
+    per_trajectory = -(-lengths // sequence_length)  # sequences of each trajectory
+    first_sequence = np.zeros(len(heads), np.int64)  # the index of each one's first sequence
+    np.cumsum(per_trajectory[:-1], out=first_sequence[1:])
+    trajectory = np.zeros(len(next_index), np.int64)
+    trajectory[heads] = np.arange(len(heads))
+    trajectory = trajectory[head]
+    rows = np.full((int(per_trajectory.sum()), sequence_length), -1, dtype=np.int64)
+    sequence = first_sequence[trajectory] + step // sequence_length
+    rows[sequence, step % sequence_length] = np.arange(len(next_index))
+    owner = np.repeat(np.asarray(slots, np.int64)[heads], per_trajectory)
+    # depth: the sequences of the same slot before each one (a stable sort keeps their order)
+    by_slot = np.argsort(owner, kind="stable")
+    sorted_slots = owner[by_slot]
+    group_start = np.flatnonzero(np.r_[True, sorted_slots[1:] != sorted_slots[:-1]])
+    group_sizes = np.diff(np.r_[group_start, len(owner)])
+    depth = np.zeros(len(owner), np.int64)
+    depth[by_slot] = np.arange(len(owner)) - np.repeat(group_start, group_sizes)
     return Sequences(rows=rows, slots=owner, depth=depth)
