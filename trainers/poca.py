@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from trainers.buffers import RolloutBuffer
-from trainers.deferred_optimizer import DeferredAdam
+from trainers.adam import Adam
 from trainers.gae import compute_gae
 from trainers.group_critic import GroupCritic
 from trainers.group_rollout import GroupTransitions
@@ -101,7 +101,7 @@ class POCATrainer(PPOTrainer):
             list(spec.observation_specs), spec.action_spec, self.settings.network_settings
         ).to(self.device)
         parameters = list(policy.actor.parameters()) + list(self.critic.parameters())
-        self.optimizer = DeferredAdam(parameters, lr=self.hyperparameters.learning_rate)
+        self.optimizer = Adam(parameters, lr=self.hyperparameters.learning_rate)
         self.buffer = RolloutBuffer()
         self._make_magnet(policy)
         self._branches = tuple(spec.action_spec.discrete_branches)

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from trainers.buffers import RolloutBuffer
-from trainers.deferred_optimizer import DeferredAdam
+from trainers.adam import Adam
 from trainers.exceptions import UnsupportedFeatureError
 from trainers.gae import compute_gae
 from trainers.hyperparameters import SHARED_CRITIC_UNSUPPORTED, PPOSettings
@@ -102,7 +102,7 @@ class PPOTrainer(RLTrainer):
             *self.critic.parameters(),
             *self.signal_critics.parameters(),
         ]
-        self.optimizer = DeferredAdam(parameters, lr=self.hyperparameters.learning_rate)
+        self.optimizer = Adam(parameters, lr=self.hyperparameters.learning_rate)
         self.buffer = RolloutBuffer()
         self._make_magnet(policy)
 

@@ -42,7 +42,7 @@ from torch import nn
 
 from trainers.actor import ActionDistribution
 from trainers.buffers import ReplayBatch, ReplayBuffer
-from trainers.deferred_optimizer import DeferredAdam
+from trainers.adam import Adam
 from trainers.hyperparameters import SACSettings
 from trainers.memory import MemoryCore, masked_mean
 from trainers.networks import ObservationEncoder, mlp
@@ -188,10 +188,9 @@ class SACTrainer(RLTrainer):
         )
 
         lr = h.learning_rate
-        # foreach: one fused Adam step over the many small tensors instead of a Python loop
-        self.q_optimizer = DeferredAdam(self._q_parameters, lr=lr, foreach=True)
-        self.policy_optimizer = DeferredAdam(policy.actor.parameters(), lr=lr, foreach=True)
-        self.entropy_optimizer = DeferredAdam(
+        self.q_optimizer = Adam(self._q_parameters, lr=lr)
+        self.policy_optimizer = Adam(policy.actor.parameters(), lr=lr)
+        self.entropy_optimizer = Adam(
             [self.log_ent_coef_continuous, self.log_ent_coef_discrete], lr=lr
         )
         self.buffer = self._new_buffer()
