@@ -91,3 +91,14 @@ def test_a_run_with_shuffled_seats_trains_both_teams_seats(tmp_path, caplog):
         )  # fmt: skip
     assert result.steps["tic_tac_toe"] >= 1200
     assert "plays every seat (self_play.seats: shuffled)" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "module", ["ghost.integrations.sb3.settings", "ghost.integrations.rllib.settings"]
+)
+def test_hosts_that_seat_agents_themselves_refuse_the_key(module):
+    settings = pytest.importorskip(module)
+    kwargs = {"behavior": "tic_tac_toe"} if module.endswith("sb3.settings") else {}
+    with pytest.raises(ConfigError, match="seats"):
+        settings.self_play_settings({"seats": "shuffled"}, **kwargs)
+

@@ -112,6 +112,12 @@ def _reject_unsupported(settings: SelfPlaySettings) -> None:
             "mlagents-learn exports its own model files; train with ghost-learn for an averaged "
             "policy, or set enabled: false",
         )
+    if settings.seats != "fixed":
+        raise SelfPlaySectionError(
+            "self_play.seats",
+            "shuffled seats are dealt by ghost-learn's turn-based environments; a Unity build "
+            "seats its agents itself: remove the key",
+        )
     for position, fixed in enumerate(settings.fixed_opponents):
         if fixed.scripted is not None:
             raise SelfPlaySectionError(

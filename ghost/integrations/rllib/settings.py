@@ -102,6 +102,10 @@ def _reject_unsupported(settings: SelfPlaySettings) -> None:
             "RLlib runs compute no exploitability while training; score a trained module with "
             "envs.exploitability (scripts/rllib_self_play.py does) and remove the key",
         ),
+        "self_play.seats": (
+            settings.seats != "fixed",
+            "shuffled seats are dealt by ghost-learn's environments; remove the key",
+        ),
         "self_play.preset": (
             settings.preset is not None,
             "presets set ghost-learn PPO hyperparameters (the magnet) that RLlib's PPO lacks; "

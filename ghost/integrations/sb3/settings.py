@@ -81,6 +81,8 @@ def _refuse_unsupported(settings: SelfPlaySettings) -> None:
         unsupported.append("exploitability_every")
     if settings.preset is not None:
         unsupported.append("preset (its keys are hyperparameters of ghost-learn's own PPO)")
+    if settings.seats != "fixed":
+        unsupported.append("seats (GhostVecEnv seats the learning team itself)")
     if unsupported:
         raise ConfigError(
             "self_play keys the Stable-Baselines3 integration does not run: "
