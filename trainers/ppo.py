@@ -198,8 +198,8 @@ class PPOTrainer(RLTrainer):
             ("Extrinsic", self.critic, self.scaled_rewards(data), self.settings.gamma, None)
         ]
         for key, signal in self.signals.items():
-            rewards = signal.rewards(data) * signal.strength
-            self.stats.add(f"Policy/{signal.title} Reward", float(rewards.mean()))
+            rewards = signal.scaled_rewards(data)
+            self.stats.add(signal.reward_tag, float(rewards.mean()))
             signals.append((signal.title, self.signal_critics[key], rewards, signal.gamma, key))
         return signals
 
