@@ -300,3 +300,26 @@ def test_trained_by_the_trainer_familiar_experience_pays_less_than_new(tmp_path,
             trainer._update()
         signal = trainer.signals[kind]
     assert signal.rewards(new).mean() > 3 * signal.rewards(familiar).mean()
+
+
+def test_sac_self_play_with_curiosity_and_rnd_swaps_opponents_and_resumes(tmp_path):
+    """The ghost hands the wrapped trainer only the learning team's experience
+    (``tests/test_ghost.py``), and the signals learn only inside its update."""
+    import ghost
+    from tests.fake_envs import make_duel
+
+    duel = {
+        "trainer_type": "sac",
+        "hyperparameters": {"batch_size": 32, "buffer_size": 2000, "steps_per_update": 8},
+        "network_settings": {"hidden_units": 16},
+        "reward_signals": {"extrinsic": {}, "curiosity": {"strength": 0.1}, "rnd": {}},
+        "max_steps": 400, "summary_freq": 200, "checkpoint_interval": 200,
+        "self_play": {"save_steps": 100, "swap_steps": 50, "team_change": 200},
+    }  # fmt: skip
+    first = ghost.train({"behaviors": {"Duel": duel}}, env=make_duel, run_id="duel",
+                        results_dir=tmp_path, seed=1, verbose=0)  # fmt: skip
+    assert first.steps["Duel"] >= 400
+    longer = {"behaviors": {"Duel": {**duel, "max_steps": 600}}}
+    resumed = ghost.train(longer, env=make_duel, run_id="duel", results_dir=tmp_path,
+                          resume=True, verbose=0)  # fmt: skip
+    assert resumed.steps["Duel"] >= 600
