@@ -308,9 +308,7 @@ def test_a_plugin_trainer_type_is_refused_learned_reward_signals(use_entry_point
     def plugin_types():
         return {"mine": FakeTrainer}, {"mine": PPOSettings}
 
-    use_entry_points(
-        FakeEntryPoint("builtin", builtin_types), FakeEntryPoint("mine", plugin_types)
-    )
+    use_entry_points(FakeEntryPoint("builtin", builtin_types), FakeEntryPoint("mine", plugin_types))
     raw = behavior(trainer_type="mine", reward_signals={"extrinsic": {}, "rnd": {}})
     message = error_of(raw, UnsupportedFeatureError)
     assert "reward_signals.rnd" in message and "trainer_type mine" in message

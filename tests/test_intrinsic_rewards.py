@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
 import numpy as np
 import pytest
 import torch
@@ -247,9 +246,10 @@ def test_poca_reports_the_tags_and_resumes_every_signal_network(tmp_path, memory
     baselines = {"Policy/Curiosity Baseline Estimate", "Policy/RND Baseline Estimate"}
     assert TAGS["curiosity"] | TAGS["rnd"] | baselines <= set(trainer.stats.latest)
     # the signals read one agent's observation, not its group's
-    assert trainer.signals["rnd"].target.encoder.output_size == SacrificeEnv.spec.observation_specs[
-        0
-    ].shape[0]
+    assert (
+        trainer.signals["rnd"].target.encoder.output_size
+        == SacrificeEnv.spec.observation_specs[0].shape[0]
+    )
     saved = trainer.state_dict()["learner"]
     again = train_pair(tmp_path, memory=memory, resume=True)
     for key, signal in again.signals.items():
@@ -268,7 +268,9 @@ def test_poca_reports_the_tags_and_resumes_every_signal_network(tmp_path, memory
 
 @pytest.mark.parametrize("kind", ["curiosity", "rnd"])
 @pytest.mark.parametrize("trainer_type", ["sac", "poca"])
-def test_trained_by_the_trainer_familiar_experience_pays_less_than_new(tmp_path, kind, trainer_type):
+def test_trained_by_the_trainer_familiar_experience_pays_less_than_new(
+    tmp_path, kind, trainer_type
+):
     """The trainer's own update path trains the signal: SAC on replay minibatches, POCA on its
     buffer's minibatches."""
     torch.manual_seed(0)

@@ -250,12 +250,13 @@ class POCATrainer(PPOTrainer):
         inputs = self._critic_inputs(data, obs)
         advantages = np.zeros(len(data), dtype=np.float64)
         # (critic, old values, old baselines, returns) of each stream, extrinsic first
-        estimates = []
+        estimates: list[tuple[GroupCritic, torch.Tensor, torch.Tensor, torch.Tensor]] = []
         for stream in self._streams(data):
             values, baselines, returns = self._targets(stream, data, inputs, next_index, bounds)
             self._record_estimates(stream.title, values, baselines)
             advantages = advantages + (returns - baselines)
-            estimates.append((stream.critic, self._tensor(values), self._tensor(baselines),
+            critic: GroupCritic = stream.critic  # type: ignore[assignment]
+            estimates.append((critic, self._tensor(values), self._tensor(baselines),
                               self._tensor(returns)))  # fmt: skip
 
         def critic_loss(rows: torch.Tensor, epsilon: float) -> dict[str, torch.Tensor]:
@@ -339,7 +340,9 @@ class POCATrainer(PPOTrainer):
         )
         advantages = np.zeros(len(data), dtype=np.float64)
         # (critic, value and baseline start memories, old values, old baselines, returns)
-        estimates = []
+        estimates: list[
+            tuple[GroupCritic, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+        ] = []
         for stream in self._streams(data):
             value_pass, baseline_pass = self._passes(stream, data, inputs, sequences, next_index)
             values, baselines = value_pass.values, baseline_pass.values
@@ -348,7 +351,8 @@ class POCATrainer(PPOTrainer):
             )
             self._record_estimates(stream.title, values, baselines)
             advantages = advantages + (returns - baselines)
-            estimates.append((stream.critic, value_pass.start_memories,
+            critic: GroupCritic = stream.critic  # type: ignore[assignment]
+            estimates.append((critic, value_pass.start_memories,
                               baseline_pass.start_memories, self._tensor(values),
                               self._tensor(baselines), self._tensor(returns)))  # fmt: skip
         length = sequences.sequence_length
