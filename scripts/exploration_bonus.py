@@ -1,10 +1,11 @@
 """Exploration bonuses on a sparse-reward task: extrinsic only, curiosity, RND (issue 35).
 
-Trains PPO on ``envs.hallway`` (a corridor with a small near exit and a far goal) with each reward-signal
-set and seed at equal steps, then plays each final policy for ``--episodes`` episodes (sampling,
-as it trained) and prints the share that reached the goal::
+Trains ``--trainer`` (ppo or sac) on ``envs.hallway`` (a corridor with a small near exit and a far
+goal) with each reward-signal set and seed at equal steps, then plays each final policy for
+``--episodes`` episodes (sampling, as it trained) and prints the share that reached the goal::
 
     python scripts/exploration_bonus.py --steps 150000 --seeds 0 1 2
+    python scripts/exploration_bonus.py --trainer sac --steps 30000 --methods "extrinsic only" curiosity
 
 Every run is a ``ghost.train`` call with ``verbose=0`` in a temporary results folder.
 """
@@ -35,12 +36,22 @@ METHODS = {
 }
 
 
-def config(signals: dict, steps: int) -> dict:
+#: each trainer's hyperparameters on the hallway
+HYPERPARAMETERS = {
+    "ppo": {"batch_size": 256, "buffer_size": 2048, "beta": 5.0e-3},
+    "sac": {
+        "batch_size": 128, "buffer_size": 50_000, "buffer_init_steps": 1000,
+        "steps_per_update": 4.0,
+    },
+}  # fmt: skip
+
+
+def config(signals: dict, steps: int, trainer: str = "ppo") -> dict:
     return {
         "behaviors": {
             "Hallway": {
-                "trainer_type": "ppo",
-                "hyperparameters": {"batch_size": 256, "buffer_size": 2048, "beta": 5.0e-3},
+                "trainer_type": trainer,
+                "hyperparameters": HYPERPARAMETERS[trainer],
                 "network_settings": {"hidden_units": 64, "num_layers": 2},
                 "reward_signals": signals,
                 "max_steps": steps,
@@ -70,6 +81,7 @@ def success_rate(policy_path: Path, episodes: int, seed: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trainer", default="ppo", choices=list(HYPERPARAMETERS))
     parser.add_argument("--steps", type=int, default=150_000)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--episodes", type=int, default=200)
@@ -84,7 +96,7 @@ def main() -> None:
                 started = time.perf_counter()
                 run_id = f"{method.replace(' ', '-')}-{seed}"
                 ghost.train(
-                    config(METHODS[method], args.steps),
+                    config(METHODS[method], args.steps, args.trainer),
                     env="envs.hallway:make_env",
                     run_id=run_id,
                     results_dir=results,
@@ -97,7 +109,8 @@ def main() -> None:
                       flush=True)  # fmt: skip
             rows.append((method, rates))
     print(
-        f"\nhallway, {args.steps} steps, {args.episodes} episodes per policy: share reaching the far goal"
+        f"\nhallway, {args.trainer}, {args.steps} steps, {args.episodes} episodes per policy: "
+        "share reaching the far goal"
     )
     print(f"{'method':15s} {'median':>7s}  per seed")
     for method, rates in rows:

@@ -93,9 +93,7 @@ def judge_board(game: str, model: Any, env: Any, *, games: int, seed: int) -> di
     return row
 
 
-def train_tennis(
-    *, mode: str, seed: int, steps: int, opponents: int = 4
-) -> tuple[Any, Any, float]:
+def train_tennis(*, mode: str, seed: int, steps: int, opponents: int = 4) -> tuple[Any, Any, float]:
     from stable_baselines3 import PPO
 
     from ghost.integrations.sb3 import GhostCallback, GhostVecEnv

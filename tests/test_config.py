@@ -27,7 +27,13 @@ from ghost.exceptions import (
     TrainerTypeError,
     UnsupportedFeatureError,
 )
-from tests.conftest import REFERENCE_CONFIGS, needs_reference_configs
+from tests.conftest import (
+    REFERENCE_CONFIGS,
+    FakeEntryPoint,
+    FakeTrainer,
+    builtin_types,
+    needs_reference_configs,
+)
 from tests.fake_envs import spec
 from trainers import settings as trainer_schema
 from trainers.hyperparameters import POCASettings, PPOSettings, SACSettings
@@ -232,10 +238,6 @@ def test_numbers_as_yaml_reads_them(write_yaml):
         (behavior(network_settings={"vis_encode_type": "resnet"}), "vis_encode_type"),
         (behavior(network_settings={"vis_encode_type": "match3"}), "vis_encode_type"),
         (behavior(reward_signals={"gail": {"demo_path": "x.demo"}}), "reward_signals.gail"),
-        (
-            behavior(trainer_type="sac", reward_signals={"extrinsic": {}, "rnd": {}}),
-            "reward_signals.rnd",
-        ),
         (behavior(behavioral_cloning={"demo_path": "x.demo"}), "behavioral_cloning"),
     ],
 )
@@ -290,6 +292,27 @@ def test_curiosity_and_rnd_take_ml_agents_keys_and_defaults():
     assert "reward_signals.curiosity.lr" in message and "learning_rate" in message
     message = error_of(behavior(reward_signals={"extrinsic": {}, "curiosty": {}}))
     assert "did you mean 'curiosity'" in message and "extrinsic, curiosity, rnd, gail" in message
+
+
+@pytest.mark.parametrize("trainer_type", ["ppo", "sac", "poca"])
+def test_every_builtin_trainer_takes_curiosity_and_rnd(trainer_type):
+    signals = {"extrinsic": {}, "curiosity": {"strength": 0.1}, "rnd": {"gamma": 0.9}}
+    settings = options_from_dict(
+        behavior(trainer_type=trainer_type, reward_signals=signals)
+    ).behaviors["Tennis"]
+    assert settings.reward_signals["curiosity"].strength == 0.1
+    assert settings.reward_signals["rnd"].gamma == 0.9
+
+
+def test_a_plugin_trainer_type_is_refused_learned_reward_signals(use_entry_points):
+    def plugin_types():
+        return {"mine": FakeTrainer}, {"mine": PPOSettings}
+
+    use_entry_points(FakeEntryPoint("builtin", builtin_types), FakeEntryPoint("mine", plugin_types))
+    raw = behavior(trainer_type="mine", reward_signals={"extrinsic": {}, "rnd": {}})
+    message = error_of(raw, UnsupportedFeatureError)
+    assert "reward_signals.rnd" in message and "trainer_type mine" in message
+    assert "only with ppo, sac, poca" in message
 
 
 def test_missing_extrinsic_signal():

@@ -200,7 +200,8 @@ def test_group_value_targets_with_an_agent_that_left_early(tmp_path):
     np.testing.assert_array_equal(data.group_finished(), [False, False, True])
     trainer.critic = KnownCritic()
     inputs = trainer._critic_inputs(data, to_tensors(data.own.obs, "cpu"))
-    values, baselines, returns = trainer._targets(data, inputs, next_index, bounds)
+    extrinsic = trainer._streams(data)[0]
+    values, baselines, returns = trainer._targets(extrinsic, data, inputs, next_index, bounds)
     np.testing.assert_allclose(values, [1 + 2, 2 + 1, 4])
     # agent 0 left while its group went on: bootstrap from the group's next value, 3 + 4 = 7
     # (PPO would stop at its reward). gamma 0.5, lambda 0.5.
@@ -224,9 +225,8 @@ def test_interrupted_group_keeps_bootstrapping(tmp_path):
     data, next_index, bounds = trainer.buffer.contents()
     assert not data.group_finished().any()
     trainer.critic = KnownCritic()
-    _, _, returns = trainer._targets(
-        data, trainer._critic_inputs(data, to_tensors(data.own.obs, "cpu")), next_index, bounds
-    )
+    inputs = trainer._critic_inputs(data, to_tensors(data.own.obs, "cpu"))
+    _, _, returns = trainer._targets(trainer._streams(data)[0], data, inputs, next_index, bounds)
     np.testing.assert_allclose(returns, [0.5 + 0.5 * 7, 0.5 + 0.5 * 7])
 
 

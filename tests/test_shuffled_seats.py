@@ -101,4 +101,3 @@ def test_hosts_that_seat_agents_themselves_refuse_the_key(module):
     kwargs = {"behavior": "tic_tac_toe"} if module.endswith("sb3.settings") else {}
     with pytest.raises(ConfigError, match="seats"):
         settings.self_play_settings({"seats": "shuffled"}, **kwargs)
-

@@ -1,9 +1,17 @@
 """Reward signals learned from experience: curiosity (ICM) and random network distillation (RND).
 
 Both follow ML-Agents' ``reward_signals.curiosity`` and ``reward_signals.rnd`` (keys, defaults,
-statistics): PPO adds the signal's reward, scaled by its ``strength``, to the extrinsic one, with a
-value estimate and advantages of its own discounted by the signal's ``gamma``; the signal's network
-trains on the same minibatches as the policy, with an optimizer of its own.
+statistics). Each trainer gives a signal a return stream of its own, discounted by the signal's
+``gamma``, and trains the signal's network, with an optimizer of its own, on the minibatches the
+policy learns from:
+
+- PPO and POCA score the whole buffer before an update; each signal has its own value estimate
+  (and, in POCA, its own counterfactual baseline), its own GAE, and the advantages are summed;
+- SAC scores each replay minibatch as it is drawn; each signal has its own Q-value stream, and the
+  policy maximizes the sum of the streams (``trainers.sac``).
+
+Rewards are the signal's own times its ``strength``; a signal reads one agent's observations and
+actions (in POCA too: each agent's own, not its group's).
 
 - **Curiosity** (Pathak et al., 2017): a state encoder, a forward model predicting the next state's
   encoding from the state's and the action, and an inverse model predicting the action from both
@@ -18,7 +26,7 @@ With self-play only the learning team's experience reaches the trainer, so only 
 from __future__ import annotations
 
 import abc
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -26,8 +34,8 @@ from mlagents_envs.base_env import BehaviorSpec
 from torch import nn
 from torch.nn import functional
 
+from trainers.adam import Adam
 from trainers.networks import ObservationEncoder, mlp
-from trainers.rollout import Transitions
 from trainers.settings import (
     CuriositySettings,
     NetworkSettings,
@@ -40,6 +48,23 @@ CURIOSITY_FORWARD_WEIGHT = 0.2
 CURIOSITY_LOSS_SCALE = 10.0
 #: the hidden layer of the forward and inverse models (ML-Agents uses the same size)
 MODEL_UNITS = 256
+
+
+class Steps(Protocol):
+    """What a signal reads of experience, one row per step: ``trainers.rollout.Transitions`` and
+    SAC's ``trainers.buffers.ReplayBatch`` both are."""
+
+    @property
+    def obs(self) -> list[np.ndarray]: ...
+
+    @property
+    def next_obs(self) -> list[np.ndarray]: ...
+
+    @property
+    def continuous_raw(self) -> np.ndarray: ...
+
+    @property
+    def discrete(self) -> np.ndarray: ...
 
 
 class IntrinsicSignal(abc.ABC):
@@ -60,12 +85,21 @@ class IntrinsicSignal(abc.ABC):
     def strength(self) -> float:
         return self.settings.strength
 
+    @property
+    def reward_tag(self) -> str:
+        """The statistics tag of the mean scaled reward per step (``Policy/RND Reward``)."""
+        return f"Policy/{self.title} Reward"
+
+    def scaled_rewards(self, data: Steps) -> np.ndarray:
+        """``rewards`` times ``strength``: what the signal's return stream learns from."""
+        return (self.rewards(data) * self.strength).astype(np.float32)
+
     @abc.abstractmethod
-    def rewards(self, data: Transitions) -> np.ndarray:
+    def rewards(self, data: Steps) -> np.ndarray:
         """The signal's reward for every row of ``data`` (before ``strength``), no gradients."""
 
     @abc.abstractmethod
-    def update(self, data: Transitions, rows: np.ndarray) -> dict[str, float]:
+    def update(self, data: Steps, rows: np.ndarray) -> dict[str, float]:
         """One optimizer step on the minibatch ``rows``; the losses by statistics tag."""
 
     @abc.abstractmethod
@@ -113,7 +147,7 @@ class _Actions:
         self.branches = tuple(spec.action_spec.discrete_branches)
         self.size = self.continuous_size + sum(self.branches)
 
-    def vectors(self, data: Transitions, rows: np.ndarray | slice) -> torch.Tensor:
+    def vectors(self, data: Steps, rows: np.ndarray | slice) -> torch.Tensor:
         parts = []
         if self.continuous_size:
             parts.append(torch.as_tensor(data.continuous_raw[rows], dtype=torch.float32))
@@ -159,10 +193,10 @@ class Curiosity(IntrinsicSignal):
             )
             if m is not None
         )
-        self.optimizer = torch.optim.Adam(self.modules.parameters(), lr=settings.learning_rate)
+        self.optimizer = Adam(self.modules.parameters(), lr=settings.learning_rate)
         self.updated_once = False
 
-    def _encode(self, data: Transitions, rows: np.ndarray | slice) -> tuple[torch.Tensor, ...]:
+    def _encode(self, data: Steps, rows: np.ndarray | slice) -> tuple[torch.Tensor, ...]:
         """The encodings of the states before and after each row's action."""
         return (
             self.state_encoder(_tensors(data.obs, rows)),
@@ -171,7 +205,7 @@ class Curiosity(IntrinsicSignal):
 
     def _prediction_error(
         self,
-        data: Transitions,
+        data: Steps,
         rows: np.ndarray | slice,
         state: torch.Tensor,
         next_state: torch.Tensor,
@@ -180,16 +214,16 @@ class Curiosity(IntrinsicSignal):
         predicted = self.forward_model(torch.cat([state, self.actions.vectors(data, rows)], 1))
         return 0.5 * (next_state - predicted).pow(2).sum(dim=1)
 
-    def rewards(self, data: Transitions) -> np.ndarray:
+    def rewards(self, data: Steps) -> np.ndarray:
         if not self.updated_once:
-            return np.zeros(len(data), dtype=np.float32)
+            return np.zeros(len(data.discrete), dtype=np.float32)
         with torch.no_grad():
             rows = slice(None)
             error = self._prediction_error(data, rows, *self._encode(data, rows)).numpy()
         cap = 1.0 / self.strength if self.strength > 0 else np.inf
         return np.minimum(error, cap).astype(np.float32)
 
-    def update(self, data: Transitions, rows: np.ndarray) -> dict[str, float]:
+    def update(self, data: Steps, rows: np.ndarray) -> dict[str, float]:
         self.state_encoder.encoder.update_normalizer(_tensors(data.obs, rows))
         state, next_state = self._encode(data, rows)
         forward_loss = self._prediction_error(data, rows, state, next_state).mean()
@@ -207,7 +241,7 @@ class Curiosity(IntrinsicSignal):
         }
 
     def _inverse_loss(
-        self, data: Transitions, rows: np.ndarray, state: torch.Tensor, next_state: torch.Tensor
+        self, data: Steps, rows: np.ndarray, state: torch.Tensor, next_state: torch.Tensor
     ) -> torch.Tensor:
         """How badly the inverse model names the action taken between two states."""
         hidden = self.inverse_model(torch.cat([state, next_state], dim=1))
@@ -248,19 +282,19 @@ class RandomNetworkDistillation(IntrinsicSignal):
         self.predictor = _StateEncoder(spec, network)
         for parameter in self.target.parameters():
             parameter.requires_grad_(False)
-        self.optimizer = torch.optim.Adam(self.predictor.parameters(), lr=settings.learning_rate)
+        self.optimizer = Adam(self.predictor.parameters(), lr=settings.learning_rate)
 
-    def _error(self, data: Transitions, rows: np.ndarray | slice) -> torch.Tensor:
+    def _error(self, data: Steps, rows: np.ndarray | slice) -> torch.Tensor:
         obs = _tensors(data.obs, rows)
         with torch.no_grad():
             target = self.target(obs)
         return (self.predictor(obs) - target).pow(2).sum(dim=1)
 
-    def rewards(self, data: Transitions) -> np.ndarray:
+    def rewards(self, data: Steps) -> np.ndarray:
         with torch.no_grad():
             return self._error(data, slice(None)).numpy().astype(np.float32)
 
-    def update(self, data: Transitions, rows: np.ndarray) -> dict[str, float]:
+    def update(self, data: Steps, rows: np.ndarray) -> dict[str, float]:
         obs = _tensors(data.obs, rows)
         self.target.encoder.update_normalizer(obs)
         self.predictor.encoder.update_normalizer(obs)
@@ -294,3 +328,40 @@ def make_intrinsic_signals(
         elif isinstance(settings, RNDSettings):
             signals[key] = RandomNetworkDistillation(spec, settings)
     return signals
+
+
+class MinibatchSignals:
+    """Learned signals scored and trained on each minibatch as it is drawn (SAC's way, as in
+    ML-Agents): every stream's rewards for the minibatch, one step of each signal's optimizer on
+    the same rows, and the means of both over the minibatches since the last ``drain``."""
+
+    def __init__(self, signals: dict[str, IntrinsicSignal]) -> None:
+        self.signals = signals
+        self._totals: dict[str, float] = {}
+        self._minibatches = 0
+
+    def stream_rewards(self, data: Steps, extrinsic: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``[len(extrinsic), 1 + len(signals)]``: the (already scaled) ``extrinsic`` rewards,
+        then each signal's scaled reward; ``rows`` are the real ones (not padding)."""
+        columns = [extrinsic.astype(np.float32)]
+        for signal in self.signals.values():
+            rewards = signal.scaled_rewards(data)
+            self._add(signal.reward_tag, float(rewards[rows].mean()) if len(rows) else 0.0)
+            columns.append(rewards)
+        return np.stack(columns, axis=1)
+
+    def train(self, data: Steps, rows: np.ndarray) -> None:
+        """One optimizer step of every signal on the minibatch's ``rows``."""
+        for signal in self.signals.values():
+            for tag, value in signal.update(data, rows).items():
+                self._add(tag, value)
+        self._minibatches += 1
+
+    def _add(self, tag: str, value: float) -> None:
+        self._totals[tag] = self._totals.get(tag, 0.0) + value
+
+    def drain(self) -> dict[str, float]:
+        """The mean of every statistic per minibatch since the last call."""
+        means = {tag: total / max(self._minibatches, 1) for tag, total in self._totals.items()}
+        self._totals, self._minibatches = {}, 0
+        return means

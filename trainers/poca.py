@@ -21,9 +21,16 @@ baseline each carry an LSTM memory per agent (``trainers.group_critic``): a pass
 agent's trajectories gives them, one no-grad pass for each (``trainers.ppo_sequences``), and
 minibatches are whole sequences, as in PPO's update with memory.
 
+Learned reward signals (``reward_signals.curiosity``/``rnd``, ``trainers.intrinsic_rewards``) act
+per agent, on its own observations and actions, as in ML-Agents: each has a group critic of its
+own (value and baseline), λ-returns of the agent's own signal reward with the signal's ``gamma``
+on its values, advantages ``return - baseline`` added to the extrinsic ones; the value and baseline
+losses are means over the streams.
+
 Statistics, as ML-Agents writes them: ``Environment/Cumulative Reward`` (individual rewards only),
 ``Environment/Group Cumulative Reward``, ``Policy/Extrinsic Value Estimate``,
-``Policy/Extrinsic Baseline Estimate``, ``Losses/Baseline Loss``, and PPO's others.
+``Policy/Extrinsic Baseline Estimate``, ``Losses/Baseline Loss``, and PPO's others (with a learned
+signal also ``Policy/Curiosity Baseline Estimate`` or ``Policy/RND Baseline Estimate``).
 """
 
 from __future__ import annotations
@@ -37,17 +44,17 @@ import attrs
 import numpy as np
 import torch
 
-from trainers.buffers import RolloutBuffer
 from trainers.adam import Adam
+from trainers.buffers import RolloutBuffer
 from trainers.gae import compute_gae
 from trainers.group_critic import GroupCritic
 from trainers.group_rollout import GroupTransitions
 from trainers.hyperparameters import POCASettings
 from trainers.policy import TorchPolicy, to_tensors
-from trainers.ppo import PPOTrainer, clipped_value_loss
-from trainers.ppo_sequences import CriticMemories, sequence_pass
+from trainers.ppo import PPOTrainer, RewardStream, clipped_value_loss
+from trainers.ppo_sequences import CriticMemories, CriticPass, sequence_pass
 from trainers.rollout import FinishedEpisodes, Transitions
-from trainers.sequences import cut_sequences
+from trainers.sequences import Sequences, cut_sequences
 from trainers.stats import (
     CUMULATIVE_REWARD,
     EPISODE_LENGTH,
@@ -90,6 +97,8 @@ class POCATrainer(PPOTrainer):
     #: with memory: the baseline's memory per agent slot between rollouts (the value's is
     #: ``critic_memories``)
     baseline_memories: CriticMemories | None = None
+    #: with memory: the same for each learned reward signal's baseline
+    signal_baseline_memories: dict[str, CriticMemories] = {}  # replaced by _make_learner
 
     def _make_learner(self, policy: TorchPolicy) -> None:
         spec = policy.behavior_spec
@@ -97,10 +106,23 @@ class POCATrainer(PPOTrainer):
         if policy.memory_size:
             self.critic_memories = CriticMemories(policy.memory_size)
             self.baseline_memories = CriticMemories(policy.memory_size)
-        self.critic = GroupCritic(  # type: ignore[assignment]
-            list(spec.observation_specs), spec.action_spec, self.settings.network_settings
-        ).to(self.device)
-        parameters = list(policy.actor.parameters()) + list(self.critic.parameters())
+
+        def group_critic() -> GroupCritic:
+            return GroupCritic(
+                list(spec.observation_specs), spec.action_spec, self.settings.network_settings
+            )
+
+        self.critic = group_critic().to(self.device)  # type: ignore[assignment]
+        self._make_signals(policy, group_critic)
+        if policy.memory_size:
+            self.signal_baseline_memories = {
+                key: CriticMemories(policy.memory_size) for key in self.signals
+            }
+        parameters = [
+            *policy.actor.parameters(),
+            *self.critic.parameters(),
+            *self.signal_critics.parameters(),
+        ]
         self.optimizer = Adam(parameters, lr=self.hyperparameters.learning_rate)
         self.buffer = RolloutBuffer()
         self._make_magnet(policy)
@@ -111,8 +133,9 @@ class POCATrainer(PPOTrainer):
 
     def _on_environment_reset(self) -> None:
         super()._on_environment_reset()
-        if self.baseline_memories is not None:
-            self.baseline_memories.clear()
+        for memories in (self.baseline_memories, *self.signal_baseline_memories.values()):
+            if memories is not None:
+                memories.clear()
 
     def _ready(self) -> bool:
         # ML-Agents' POCA waits for more than buffer_size steps (its PPO for at least as many)
@@ -135,13 +158,15 @@ class POCATrainer(PPOTrainer):
 
     def _targets(
         self,
+        stream: RewardStream,
         data: GroupTransitions,
         inputs: GroupInputs,
         next_index: np.ndarray,
         bounds: list[tuple[int, int]],
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Group values, counterfactual baselines and λ-returns of every buffer row."""
-        critic: GroupCritic = self.critic  # type: ignore[assignment]
+        """Group values, counterfactual baselines and λ-returns of ``stream`` for every buffer
+        row."""
+        critic: GroupCritic = stream.critic  # type: ignore[assignment]
         both = self._evaluate(
             lambda rows: torch.stack(critic.value_and_baseline(*inputs.rows(rows)), dim=1),
             len(data),
@@ -158,28 +183,31 @@ class POCATrainer(PPOTrainer):
             next_values[needs] = self._evaluate(
                 lambda rows: critic.value([o[rows] for o in later], present[rows]), len(needs)
             )
-        return values, baselines, self._returns(data, values, next_values, next_index, bounds)
+        returns = self._returns(stream, data, values, next_values, next_index, bounds)
+        return values, baselines, returns
 
     def _returns(
         self,
+        stream: RewardStream,
         data: GroupTransitions,
         values: np.ndarray,
         next_values: np.ndarray,
         next_index: np.ndarray,
         bounds: list[tuple[int, int]],
     ) -> np.ndarray:
-        """λ-returns of the group values (``next_values`` given where a trajectory stops)."""
+        """λ-returns of ``stream``'s rewards on its group values (``next_values`` given where a
+        trajectory stops)."""
         next_values = next_values.copy()
         linked = next_index >= 0
         next_values[linked] = values[next_index[linked]]
         return values + compute_gae(
-            rewards=data.group_rewards_sum() * self.settings.reward_strength,
+            rewards=stream.rewards,
             values=values,
             next_values=next_values,
             dones=data.group_finished(),
             next_index=next_index,
             chunk_bounds=bounds,
-            gamma=self.settings.gamma,
+            gamma=stream.gamma,
             lambd=self.hyperparameters.lambd,
         )
 
@@ -201,56 +229,77 @@ class POCATrainer(PPOTrainer):
         finally:
             torch.set_num_threads(before)
 
+    def _streams(self, data: GroupTransitions) -> list[RewardStream]:
+        """The extrinsic stream (the group's rewards as POCA learns them) and each learned
+        signal's (the agent's own)."""
+        extrinsic = data.group_rewards_sum() * self.settings.reward_strength
+        return self._reward_signals(data.own, extrinsic)
+
+    def _record_estimates(self, title: str, values: np.ndarray, baselines: np.ndarray) -> None:
+        self.stats.add(f"Policy/{title} Value Estimate", float(values.mean()))
+        self.stats.add(f"Policy/{title} Baseline Estimate", float(baselines.mean()))
+
     def _update_on_threads(self) -> None:
         if self.critic_memories is not None:
             self._update_sequences()
             return
-        critic: GroupCritic = self.critic  # type: ignore[assignment]
         data, next_index, bounds = self.buffer.contents()
         self.buffer.clear()
         own: Transitions = data.own
         obs = self._rollout_obs(own)
         inputs = self._critic_inputs(data, obs)
-        values, baselines, returns = self._targets(data, inputs, next_index, bounds)
-        self.stats.add("Policy/Extrinsic Value Estimate", float(values.mean()))
-        self.stats.add("Policy/Extrinsic Baseline Estimate", float(baselines.mean()))
-        old_values, old_baselines = self._tensor(values), self._tensor(baselines)
-        target = self._tensor(returns)
+        advantages = np.zeros(len(data), dtype=np.float64)
+        # (critic, old values, old baselines, returns) of each stream, extrinsic first
+        estimates: list[tuple[GroupCritic, torch.Tensor, torch.Tensor, torch.Tensor]] = []
+        for stream in self._streams(data):
+            values, baselines, returns = self._targets(stream, data, inputs, next_index, bounds)
+            self._record_estimates(stream.title, values, baselines)
+            advantages = advantages + (returns - baselines)
+            critic: GroupCritic = stream.critic  # type: ignore[assignment]
+            estimates.append((critic, self._tensor(values), self._tensor(baselines),
+                              self._tensor(returns)))  # fmt: skip
 
         def critic_loss(rows: torch.Tensor, epsilon: float) -> dict[str, torch.Tensor]:
-            value, baseline = critic.value_and_baseline(*inputs.rows(rows))
+            value_losses, baseline_losses = [], []
+            for critic, old_values, old_baselines, target in estimates:
+                value, baseline = critic.value_and_baseline(*inputs.rows(rows))
+                value_losses.append(
+                    clipped_value_loss(value, old_values[rows], target[rows], epsilon)
+                )
+                baseline_losses.append(
+                    clipped_value_loss(baseline, old_baselines[rows], target[rows], epsilon)
+                )
             return {
-                "Losses/Value Loss": clipped_value_loss(
-                    value, old_values[rows], target[rows], epsilon
-                ),
-                "Losses/Baseline Loss": clipped_value_loss(
-                    baseline, old_baselines[rows], target[rows], epsilon
-                ),
+                "Losses/Value Loss": torch.stack(value_losses).mean(),
+                "Losses/Baseline Loss": torch.stack(baseline_losses).mean(),
             }
 
         self._optimize(
-            own,
-            obs,
-            returns - baselines,
-            critic_loss,
+            own, obs, advantages, critic_loss,
             {"Losses/Value Loss": 0.5, "Losses/Baseline Loss": 0.25},
-        )
+        )  # fmt: skip
 
-    def _update_sequences(self) -> None:
-        """The update with memory: the value's and the baseline's passes along each agent's
-        trajectories, λ-returns, then PPO's minibatches of whole sequences."""
-        assert self.critic_memories is not None and self.baseline_memories is not None
-        assert self.settings.network_settings.memory is not None
-        critic: GroupCritic = self.critic  # type: ignore[assignment]
-        data, next_index, bounds = self.buffer.contents()
-        self.buffer.clear()
-        own: Transitions = data.own
-        obs = self._rollout_obs(own)
-        inputs = self._critic_inputs(data, obs)
-        sequences = cut_sequences(
-            next_index, own.slots, self.settings.network_settings.memory.sequence_length
-        )
+    def _stream_memories(self, key: str | None) -> tuple[CriticMemories, CriticMemories]:
+        """The value's and the baseline's memories per agent of the stream ``key``."""
+        if key is None:
+            assert self.critic_memories is not None and self.baseline_memories is not None
+            return self.critic_memories, self.baseline_memories
+        return self.signal_memories[key], self.signal_baseline_memories[key]
+
+    def _passes(
+        self,
+        stream: RewardStream,
+        data: GroupTransitions,
+        inputs: GroupInputs,
+        sequences: Sequences,
+        next_index: np.ndarray,
+    ) -> tuple[CriticPass, CriticPass]:
+        """``stream``'s value and baseline passes along each agent's trajectories, each from
+        its memories carried over from the last update."""
+        critic: GroupCritic = stream.critic  # type: ignore[assignment]
+        own = data.own
         assert own.ended is not None
+        value_memories, baseline_memories = self._stream_memories(stream.key)
 
         def value(rows: np.ndarray, memory: torch.Tensor, length: int, lengths: torch.Tensor):
             member_obs, present, _ = inputs.rows(self._tensor(rows))
@@ -269,55 +318,84 @@ class POCATrainer(PPOTrainer):
 
         value_pass = sequence_pass(
             value, later_value, sequences=sequences, ended=own.ended, device=self.device,
-            needs_next=(next_index < 0) & ~data.group_finished(), carried=self.critic_memories,
+            needs_next=(next_index < 0) & ~data.group_finished(), carried=value_memories,
         )  # fmt: skip
         baseline_pass = sequence_pass(
             baseline, None, sequences=sequences, ended=own.ended, device=self.device,
-            needs_next=np.zeros(len(data), bool), carried=self.baseline_memories,
+            needs_next=np.zeros(len(data), bool), carried=baseline_memories,
         )  # fmt: skip
-        values, baselines = value_pass.values, baseline_pass.values
-        returns = self._returns(data, values, value_pass.next_values, next_index, bounds)
-        self.stats.add("Policy/Extrinsic Value Estimate", float(values.mean()))
-        self.stats.add("Policy/Extrinsic Baseline Estimate", float(baselines.mean()))
-        old_values, old_baselines = self._tensor(values), self._tensor(baselines)
-        target = self._tensor(returns)
+        return value_pass, baseline_pass
+
+    def _update_sequences(self) -> None:
+        """The update with memory: each stream's value and baseline passes along each agent's
+        trajectories, λ-returns, then PPO's minibatches of whole sequences."""
+        assert self.settings.network_settings.memory is not None
+        data, next_index, bounds = self.buffer.contents()
+        self.buffer.clear()
+        own: Transitions = data.own
+        obs = self._rollout_obs(own)
+        inputs = self._critic_inputs(data, obs)
+        sequences = cut_sequences(
+            next_index, own.slots, self.settings.network_settings.memory.sequence_length
+        )
+        advantages = np.zeros(len(data), dtype=np.float64)
+        # (critic, value and baseline start memories, old values, old baselines, returns)
+        estimates: list[
+            tuple[GroupCritic, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+        ] = []
+        for stream in self._streams(data):
+            value_pass, baseline_pass = self._passes(stream, data, inputs, sequences, next_index)
+            values, baselines = value_pass.values, baseline_pass.values
+            returns = self._returns(
+                stream, data, values, value_pass.next_values, next_index, bounds
+            )
+            self._record_estimates(stream.title, values, baselines)
+            advantages = advantages + (returns - baselines)
+            critic: GroupCritic = stream.critic  # type: ignore[assignment]
+            estimates.append((critic, value_pass.start_memories,
+                              baseline_pass.start_memories, self._tensor(values),
+                              self._tensor(baselines), self._tensor(returns)))  # fmt: skip
         length = sequences.sequence_length
         gather = self._tensor(sequences.gather_rows()).view(len(sequences), length)
         valid = self._tensor(sequences.valid)
 
         def critic_loss(chosen: torch.Tensor, epsilon: float) -> dict[str, torch.Tensor]:
             rows, real = gather[chosen].reshape(-1), valid[chosen].reshape(-1)
-            estimate, estimate_baseline = critic.recurrent_value_and_baseline(
-                *inputs.rows(rows),
-                value_pass.start_memories[chosen],
-                baseline_pass.start_memories[chosen],
-                length,
-            )
-            return {
-                "Losses/Value Loss": clipped_value_loss(
+            value_losses, baseline_losses = [], []
+            for critic, value_start, baseline_start, old_values, old_baselines, target in estimates:
+                estimate, estimate_baseline = critic.recurrent_value_and_baseline(
+                    *inputs.rows(rows), value_start[chosen], baseline_start[chosen], length
+                )
+                value_losses.append(clipped_value_loss(
                     estimate, old_values[rows], target[rows], epsilon, real
-                ),
-                "Losses/Baseline Loss": clipped_value_loss(
+                ))  # fmt: skip
+                baseline_losses.append(clipped_value_loss(
                     estimate_baseline, old_baselines[rows], target[rows], epsilon, real
-                ),
+                ))  # fmt: skip
+            return {
+                "Losses/Value Loss": torch.stack(value_losses).mean(),
+                "Losses/Baseline Loss": torch.stack(baseline_losses).mean(),
             }
 
         self._optimize(
-            own,
-            obs,
-            returns - baselines,
-            critic_loss,
+            own, obs, advantages, critic_loss,
             {"Losses/Value Loss": 0.5, "Losses/Baseline Loss": 0.25},
             sequences=sequences,
-        )
+        )  # fmt: skip
 
     def _learner_state(self) -> dict[str, Any]:
         state = super()._learner_state()
         if self.baseline_memories is not None:
             state["baseline_memories"] = self.baseline_memories.state_dict()
+        for key, memories in self.signal_baseline_memories.items():
+            state["reward_signals"][key]["baseline_memories"] = memories.state_dict()
         return state
 
     def _load_learner_state(self, state: dict[str, Any]) -> None:
         super()._load_learner_state(state)
         if self.baseline_memories is not None and "baseline_memories" in state:
             self.baseline_memories.load_state_dict(state["baseline_memories"])
+        saved_signals = state.get("reward_signals", {})
+        for key, memories in self.signal_baseline_memories.items():
+            if "baseline_memories" in saved_signals.get(key, {}):
+                memories.load_state_dict(saved_signals[key]["baseline_memories"])

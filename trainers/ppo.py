@@ -20,8 +20,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from trainers.buffers import RolloutBuffer
 from trainers.adam import Adam
+from trainers.buffers import RolloutBuffer
 from trainers.exceptions import UnsupportedFeatureError
 from trainers.gae import compute_gae
 from trainers.hyperparameters import SHARED_CRITIC_UNSUPPORTED, PPOSettings
@@ -70,6 +70,17 @@ class _Rollout(NamedTuple):
     start_memories: torch.Tensor | None = None
 
 
+class RewardStream(NamedTuple):
+    """One reward signal as an update learns it: its critic, its strength-scaled rewards for
+    every buffer row and its discount; ``key`` None for the extrinsic signal."""
+
+    title: str
+    critic: torch.nn.Module
+    rewards: np.ndarray
+    gamma: float
+    key: str | None
+
+
 class PPOTrainer(RLTrainer):
     """PPO for one behavior name (see module docstring)."""
 
@@ -90,13 +101,7 @@ class PPOTrainer(RLTrainer):
         self.critic_memories = CriticMemories(policy.memory_size) if policy.memory_size else None
         obs_specs = list(policy.behavior_spec.observation_specs)
         self.critic = ValueNetwork(obs_specs, self.settings.network_settings).to(self.device)
-        self.signals = make_intrinsic_signals(policy.behavior_spec, self.settings.reward_signals)
-        if policy.memory_size:
-            self.signal_memories = {key: CriticMemories(policy.memory_size) for key in self.signals}
-        # a value estimate of its own for each learned reward signal, as ML-Agents has
-        self.signal_critics = torch.nn.ModuleDict(
-            {key: ValueNetwork(obs_specs, self.settings.network_settings) for key in self.signals}
-        ).to(self.device)
+        self._make_signals(policy, lambda: ValueNetwork(obs_specs, self.settings.network_settings))
         parameters = [
             *policy.actor.parameters(),
             *self.critic.parameters(),
@@ -105,6 +110,16 @@ class PPOTrainer(RLTrainer):
         self.optimizer = Adam(parameters, lr=self.hyperparameters.learning_rate)
         self.buffer = RolloutBuffer()
         self._make_magnet(policy)
+
+    def _make_signals(self, policy: TorchPolicy, critic: Callable[[], torch.nn.Module]) -> None:
+        """The learned reward signals, each with a critic of its own from ``critic()`` (as
+        ML-Agents gives each a value head) and, with memory, that critic's memory per agent."""
+        self.signals = make_intrinsic_signals(policy.behavior_spec, self.settings.reward_signals)
+        self.signal_critics = torch.nn.ModuleDict({key: critic() for key in self.signals}).to(
+            self.device
+        )
+        if policy.memory_size:
+            self.signal_memories = {key: CriticMemories(policy.memory_size) for key in self.signals}
 
     def _make_magnet(self, policy: TorchPolicy) -> None:
         """The magnet the update is pulled toward, when ``magnet_strength`` > 0."""
@@ -170,7 +185,8 @@ class PPOTrainer(RLTrainer):
         # (critic, old values, returns) of each reward signal, extrinsic first
         estimates: list[tuple[torch.nn.Module, torch.Tensor, torch.Tensor]] = []
         advantages = np.zeros(len(data), dtype=np.float64)
-        for title, critic, rewards, gamma, _ in self._reward_signals(data):
+        streams = self._reward_signals(data, self.scaled_rewards(data))
+        for title, critic, rewards, gamma, _ in streams:
             values, next_values = self._bootstrap(critic, data, obs, next_index)
             signal_advantages = self._gae(
                 rewards, values, next_values, data, next_index, bounds, gamma
@@ -189,19 +205,16 @@ class PPOTrainer(RLTrainer):
 
         self._optimize(data, obs, advantages, value_loss, {"Losses/Value Loss": 0.5})
 
-    def _reward_signals(
-        self, data: Transitions
-    ) -> list[tuple[str, torch.nn.Module, np.ndarray, float, str | None]]:
-        """``(title, critic, scaled rewards, gamma, key)`` of the extrinsic signal (key None)
-        and of each learned one, whose mean reward is logged here."""
-        signals: list[tuple[str, torch.nn.Module, np.ndarray, float, str | None]] = [
-            ("Extrinsic", self.critic, self.scaled_rewards(data), self.settings.gamma, None)
-        ]
+    def _reward_signals(self, data: Transitions, extrinsic: np.ndarray) -> list[RewardStream]:
+        """The extrinsic stream (its scaled rewards ``extrinsic``) and each learned signal's,
+        scored on ``data`` here, where their mean reward is logged."""
+        streams = [RewardStream("Extrinsic", self.critic, extrinsic, self.settings.gamma, None)]
         for key, signal in self.signals.items():
-            rewards = signal.rewards(data) * signal.strength
-            self.stats.add(f"Policy/{signal.title} Reward", float(rewards.mean()))
-            signals.append((signal.title, self.signal_critics[key], rewards, signal.gamma, key))
-        return signals
+            rewards = signal.scaled_rewards(data)
+            self.stats.add(signal.reward_tag, float(rewards.mean()))
+            streams.append(RewardStream(signal.title, self.signal_critics[key], rewards,
+                                        signal.gamma, key))  # fmt: skip
+        return streams
 
     def _gae(
         self,
@@ -233,7 +246,9 @@ class PPOTrainer(RLTrainer):
         # (critic, memories its sequences start from, old values, returns) of each signal
         estimates = []
         linked = next_index >= 0
-        for title, critic, rewards, gamma, key in self._reward_signals(data):
+        for title, critic, rewards, gamma, key in self._reward_signals(
+            data, self.scaled_rewards(data)
+        ):
             memories = self.critic_memories if key is None else self.signal_memories[key]
             values_pass = critic_pass(
                 critic,

@@ -17,6 +17,14 @@ draws one minibatch of ``batch_size`` and takes one optimizer step each for:
 
 Then the target networks follow the online ones by Polyak averaging with ``tau``.
 
+Learned reward signals (``reward_signals.curiosity``/``rnd``, ``trainers.intrinsic_rewards``), as
+in ML-Agents, each get a return stream of their own: every Q network has one output block per
+stream (extrinsic first), and stream ``k``'s target is ``r_k + gamma_k * (1 - done) * V'_k(s')``
+with the signal's own ``gamma``. The signals score each minibatch as it is drawn (their rewards,
+times ``strength``, are never stored) and take one step of their own optimizer on it. The policy
+maximizes the sum of the streams; the entropy terms enter the extrinsic stream only, so that with
+equal gammas the sum is the soft value of the summed reward.
+
 Action kinds: continuous actions are squashed with ``tanh`` and the Q networks take the squashed
 action as input. A discrete branch has one Q output per action; the Q-value of a joint action is
 the mean over branches of the chosen actions' outputs (as ML-Agents condenses them), and every
@@ -41,9 +49,11 @@ from mlagents_envs.base_env import ActionSpec, ObservationSpec
 from torch import nn
 
 from trainers.actor import ActionDistribution
-from trainers.buffers import ReplayBatch, ReplayBuffer
 from trainers.adam import Adam
+from trainers.buffers import ReplayBatch, ReplayBuffer
+from trainers.exceptions import NetworkMismatchError
 from trainers.hyperparameters import SACSettings
+from trainers.intrinsic_rewards import MinibatchSignals, make_intrinsic_signals
 from trainers.memory import MemoryCore, masked_mean
 from trainers.networks import ObservationEncoder, mlp
 from trainers.policy import TorchPolicy, to_tensors
@@ -60,7 +70,8 @@ class QNetwork(nn.Module):
     """Observations and squashed continuous actions → Q-values.
 
     The output has one column per discrete action of every branch (``sum(branches)``), or a single
-    column when the action spec is purely continuous. Called in two parts: ``encode`` the
+    column when the action spec is purely continuous; with ``streams`` > 1 (learned reward
+    signals) that block repeats once per stream. Called in two parts: ``encode`` the
     observations into each row's state, then ``values`` of that state for actions.
 
     With ``settings.memory`` an LSTM (``trainers.memory``) follows the body, which then reads the
@@ -70,12 +81,17 @@ class QNetwork(nn.Module):
     """
 
     def __init__(
-        self, obs_specs: list[ObservationSpec], action_spec: ActionSpec, settings: NetworkSettings
+        self,
+        obs_specs: list[ObservationSpec],
+        action_spec: ActionSpec,
+        settings: NetworkSettings,
+        *,
+        streams: int = 1,
     ) -> None:
         super().__init__()
         self.encoder = ObservationEncoder(obs_specs, settings)
         hidden, continuous = settings.hidden_units, action_spec.continuous_size
-        outputs = max(sum(action_spec.discrete_branches), 1)
+        outputs = streams * max(sum(action_spec.discrete_branches), 1)
         self.memory_size = settings.memory.memory_size if settings.memory is not None else 0
         if not self.memory_size:
             self.body = mlp(self.encoder.output_size + continuous, hidden, settings.num_layers)
@@ -118,7 +134,8 @@ class QNetwork(nn.Module):
 
 @attrs.frozen
 class _TensorBatch:
-    """A ``ReplayBatch`` on the device; ``continuous`` holds the squashed actions."""
+    """A ``ReplayBatch`` on the device; ``continuous`` holds the squashed actions and ``rewards``
+    one column per return stream (extrinsic, then each learned signal)."""
 
     obs: list[torch.Tensor]
     next_obs: list[torch.Tensor]
@@ -138,7 +155,7 @@ class _TensorBatch:
 class _SoftValue:
     """``V(s)`` under the current policy, and the log-probability terms it was built from."""
 
-    value: torch.Tensor
+    value: torch.Tensor  # [n, streams]
     continuous_log_prob: torch.Tensor | None  # [n], of the sampled squashed action
     discrete_neg_entropy: torch.Tensor | None  # [n, branches], sum_a pi log pi per branch
     entropy: torch.Tensor
@@ -158,10 +175,22 @@ class SACTrainer(RLTrainer):
         action_spec = spec.action_spec
         self.continuous_size = action_spec.continuous_size
         self.branches: list[int] = list(action_spec.discrete_branches)
+        self.signals = MinibatchSignals(make_intrinsic_signals(spec, self.settings.reward_signals))
+        signals = self.signals.signals.values()
+        self.stream_titles = ["Extrinsic", *(signal.title for signal in signals)]
+        self.gammas = torch.tensor(
+            [self.settings.gamma, *(signal.gamma for signal in signals)], device=self.device
+        )
+        # the entropy terms belong to the extrinsic stream alone (see the module docstring)
+        self._entropy_stream = torch.zeros(len(self.stream_titles), device=self.device)
+        self._entropy_stream[0] = 1.0
 
         def q_network() -> QNetwork:
             return QNetwork(
-                list(spec.observation_specs), action_spec, self.settings.network_settings
+                list(spec.observation_specs),
+                action_spec,
+                self.settings.network_settings,
+                streams=len(self.stream_titles),
             ).to(self.device)
 
         self.q1, self.q2 = q_network(), q_network()
@@ -243,7 +272,7 @@ class SACTrainer(RLTrainer):
         steps = self._updates_due() - self.updates
         losses = torch.stack([self._gradient_step() for _ in range(steps)]).mean(dim=0)
         self.updates += steps
-        policy_loss, q1_loss, q2_loss, entropy = losses.tolist()
+        policy_loss, q1_loss, q2_loss, entropy, *estimates = losses.tolist()
         coefficients = torch.cat([self.log_ent_coef_continuous, self.log_ent_coef_discrete]).exp()
         stats = {
             "Losses/Policy Loss": policy_loss,
@@ -253,6 +282,11 @@ class SACTrainer(RLTrainer):
             "Policy/Entropy Coeff": coefficients.mean().item(),
             "Policy/Learning Rate": learning_rate,
             "Policy/Entropy": entropy,
+            **{
+                f"Policy/{title} Value Estimate": estimate
+                for title, estimate in zip(self.stream_titles, estimates, strict=True)
+            },
+            **self.signals.drain(),
         }
         if self.continuous_size:
             stats["Policy/Continuous Entropy Coeff"] = coefficients[0].item()
@@ -262,8 +296,12 @@ class SACTrainer(RLTrainer):
             )
         self.record_losses(stats)
 
-    def _tensors(self, batch: ReplayBatch) -> _TensorBatch:
+    def _tensors(self, batch: ReplayBatch, rewards: np.ndarray | None = None) -> _TensorBatch:
+        """``batch`` on the device, with ``rewards`` per stream (``[n, streams]``; None: the
+        batch's own, when there is no learned signal)."""
         device = self.device
+        if rewards is None:
+            rewards = batch.rewards[:, None]
 
         def tensor(array: np.ndarray | None, dtype: torch.dtype | None = None) -> Any:
             return None if array is None else torch.as_tensor(array, dtype=dtype, device=device)
@@ -276,7 +314,7 @@ class SACTrainer(RLTrainer):
             discrete=tensor(batch.discrete, torch.long) if self.branches else None,
             mask=tensor(batch.action_mask),
             next_mask=tensor(batch.next_action_mask),
-            rewards=tensor(batch.rewards),
+            rewards=tensor(rewards),
             dones=tensor(batch.dones, torch.float32),
             valid=tensor(batch.valid),
             start_memories=tensor(batch.start_memories),
@@ -300,23 +338,26 @@ class SACTrainer(RLTrainer):
             raw = dist.mean + torch.randn_like(dist.mean) * dist.log_std.exp()
             log_prob = dist.log_prob(raw, None)
             continuous = torch.tanh(raw)
-        q = torch.min(q_a.values(states[0], continuous), q_b.values(states[1], continuous))
+        q = self._by_stream(
+            torch.min(q_a.values(states[0], continuous), q_b.values(states[1], continuous))
+        )
         neg_entropy = None
         if self.branches:
             expected_q, terms = [], []
             for branch_q, log_probs in zip(
-                torch.split(q, self.branches, dim=1), dist.log_probs_by_branch, strict=True
+                torch.split(q, self.branches, dim=2), dist.log_probs_by_branch, strict=True
             ):
                 probs = log_probs.exp()
-                expected_q.append((probs * branch_q).sum(dim=1))
+                expected_q.append((probs.unsqueeze(1) * branch_q).sum(dim=2))
                 terms.append((probs * log_probs).sum(dim=1))
             neg_entropy = torch.stack(terms, dim=1)
             entropy_bonus = (alpha_discrete * neg_entropy).sum(dim=1)
-            value = torch.stack(expected_q, dim=1).mean(dim=1) - entropy_bonus
+            value = torch.stack(expected_q, dim=2).mean(dim=2)
+            value = value - entropy_bonus.unsqueeze(1) * self._entropy_stream
         else:
-            value = q.squeeze(1)
+            value = q.squeeze(2)
         if log_prob is not None:
-            value = value - alpha_continuous * log_prob
+            value = value - (alpha_continuous * log_prob).unsqueeze(1) * self._entropy_stream
         return _SoftValue(
             value=value,
             continuous_log_prob=log_prob,
@@ -324,20 +365,33 @@ class SACTrainer(RLTrainer):
             entropy=dist.entropy(),
         )
 
+    def _by_stream(self, q: torch.Tensor) -> torch.Tensor:
+        """A Q network's output ``[n, streams * outputs]`` as ``[n, streams, outputs]``."""
+        return q.reshape(q.shape[0], len(self.stream_titles), -1)
+
     def _taken_q(self, q: torch.Tensor, discrete: torch.Tensor | None) -> torch.Tensor:
-        """The Q-value of the stored joint action (mean over branches of the chosen outputs)."""
+        """Each stream's Q-value of the stored joint action (mean over branches of the chosen
+        outputs), ``[n, streams]``."""
+        q = self._by_stream(q)
         if discrete is None:
-            return q.squeeze(1)
+            return q.squeeze(2)
         chosen = [
-            branch_q.gather(1, discrete[:, i : i + 1]).squeeze(1)
-            for i, branch_q in enumerate(torch.split(q, self.branches, dim=1))
+            branch_q.gather(2, discrete[:, None, i : i + 1].expand(-1, q.shape[1], 1)).squeeze(2)
+            for i, branch_q in enumerate(torch.split(q, self.branches, dim=2))
         ]
-        return torch.stack(chosen, dim=1).mean(dim=1)
+        return torch.stack(chosen, dim=2).mean(dim=2)
 
     def _gradient_step(self) -> torch.Tensor:
-        """One minibatch, one step of each optimizer; returns (policy, Q1, Q2 loss, entropy)."""
+        """One minibatch, one step of each optimizer (the learned signals' too, on the same
+        minibatch); returns (policy, Q1, Q2 loss, entropy, each stream's value estimate)."""
         batch = self.buffer.sample(self.hyperparameters.batch_size, self.rng)
-        return self._learn(self._tensors(batch))
+        if not self.signals.signals:
+            return self._learn(self._tensors(batch))
+        real = np.arange(len(batch.rewards)) if batch.valid is None else np.flatnonzero(batch.valid)
+        rewards = self.signals.stream_rewards(batch, batch.rewards, real)
+        losses = self._learn(self._tensors(batch, rewards))
+        self.signals.train(batch, real)
+        return losses
 
     def _distribution(
         self,
@@ -383,7 +437,7 @@ class SACTrainer(RLTrainer):
 
     def _learn(self, b: _TensorBatch) -> torch.Tensor:
         """One step of each optimizer on the minibatch ``b`` (padding rows, with memory, count in
-        no loss); returns (policy, Q1, Q2 loss, entropy)."""
+        no loss); returns (policy, Q1, Q2 loss, entropy, each stream's value estimate)."""
         assert self.policy is not None
         length, valid = b.sequence_length, b.valid
         with torch.no_grad():
@@ -391,14 +445,15 @@ class SACTrainer(RLTrainer):
             next_value = self._soft_value(
                 next_dist, next_states, self.q1_target, self.q2_target
             ).value
-            target = b.rewards + self.settings.gamma * (1.0 - b.dones) * next_value
+            target = b.rewards + self.gammas * (1.0 - b.dones).unsqueeze(1) * next_value
         # the Q networks' memories start from zeros at each sequence's first step, as in ML-Agents
         q1 = self._taken_q(self.q1.values(self.q1.encode(b.obs, None, length), b.continuous),
                            b.discrete)  # fmt: skip
         q2 = self._taken_q(self.q2.values(self.q2.encode(b.obs, None, length), b.continuous),
                            b.discrete)  # fmt: skip
-        q1_loss = 0.5 * masked_mean((q1 - target) ** 2, valid)
-        q2_loss = 0.5 * masked_mean((q2 - target) ** 2, valid)
+        # the mean over streams of each stream's loss, as ML-Agents
+        q1_loss = 0.5 * masked_mean(((q1 - target) ** 2).mean(dim=1), valid)
+        q2_loss = 0.5 * masked_mean(((q2 - target) ** 2).mean(dim=1), valid)
         self.q_optimizer.zero_grad(set_to_none=True)
         (q1_loss + q2_loss).backward()
         self.q_optimizer.step()
@@ -410,7 +465,7 @@ class SACTrainer(RLTrainer):
             states = (self.q1.encode(b.obs, None, length), self.q2.encode(b.obs, None, length))
         dist = self._distribution(b.obs, b.mask, b.start_memories, length)
         soft = self._soft_value(dist, states, self.q1, self.q2)
-        policy_loss = -masked_mean(soft.value, valid)
+        policy_loss = -masked_mean(soft.value.sum(dim=1), valid)
         self.policy_optimizer.zero_grad(set_to_none=True)
         policy_loss.backward()
         self.policy_optimizer.step()
@@ -434,12 +489,14 @@ class SACTrainer(RLTrainer):
             torch._foreach_lerp_(
                 self._target_parameters, self._q_parameters, self.hyperparameters.tau
             )
+        estimates = [masked_mean(stream, valid) for stream in q1.detach().unbind(dim=1)]
         return torch.stack(
             [
                 policy_loss.detach(),
                 q1_loss.detach(),
                 q2_loss.detach(),
                 masked_mean(soft.entropy.detach(), valid),
+                *estimates,
             ]
         )
 
@@ -459,9 +516,25 @@ class SACTrainer(RLTrainer):
         }
         if self.hyperparameters.save_replay_buffer:
             state["buffer"] = self.buffer.state_dict()
+        if self.signals.signals:
+            state["reward_signals"] = {
+                key: signal.state_dict() for key, signal in self.signals.signals.items()
+            }
         return state
 
     def _load_learner_state(self, state: dict[str, Any]) -> None:
+        saved_signals = state.get("reward_signals", {})
+        if set(saved_signals) != set(self.signals.signals):
+            # every Q network has one output block per stream: they cannot be loaded across
+            raise NetworkMismatchError(
+                "the checkpoint was trained with learned reward signals "
+                f"[{', '.join(saved_signals) or 'none'}] and the configuration names "
+                f"[{', '.join(self.signals.signals) or 'none'}]; SAC's Q networks have one "
+                "return stream per signal, so resume with the reward_signals it was trained with "
+                "or start a new run"
+            )
+        for key, signal in self.signals.signals.items():
+            signal.load_state_dict(saved_signals[key])
         for name in ("q1", "q2", "q1_target", "q2_target"):
             getattr(self, name).load_state_dict(state[name])
         self.q_optimizer.load_state_dict(state["q_optimizer"])

@@ -95,6 +95,9 @@ class RNDSettings(RewardSignalSettings):
     encoding_size: int | None = attrs.field(default=None, validator=positive)
 
 
+#: the trainer types that learn ``curiosity`` and ``rnd`` (``trainers.intrinsic_rewards``)
+INTRINSIC_REWARD_TRAINERS = ("ppo", "sac", "poca")
+
 #: the reward signal keys and their settings classes (``gail`` is refused by the config reader)
 REWARD_SIGNAL_TYPES: dict[str, type[RewardSignalSettings]] = {
     "extrinsic": RewardSignalSettings,

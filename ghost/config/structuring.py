@@ -55,7 +55,12 @@ from ghost.exceptions import (
 )
 from trainers import registry
 from trainers.hyperparameters import SHARED_CRITIC_UNSUPPORTED
-from trainers.settings import REWARD_SIGNAL_TYPES, SUPPORTED_ENCODERS, NetworkSettings
+from trainers.settings import (
+    INTRINSIC_REWARD_TRAINERS,
+    REWARD_SIGNAL_TYPES,
+    SUPPORTED_ENCODERS,
+    NetworkSettings,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -338,7 +343,7 @@ def _check_memory_support(settings: BehaviorSettings, trainer_type: str) -> None
 
 def _structure_reward_signals(signals: Any, trainer_type: str) -> dict[str, Any]:
     """``reward_signals``, each key structured with its own settings class; ``gail`` refused,
-    and the learned signals with trainers other than PPO."""
+    and the learned signals with trainer types that do not learn them (plug-ins)."""
     if not isinstance(signals, Mapping):
         raise ConfigProblem("expected a mapping (key: value lines)", value=signals)
     result = {}
@@ -351,10 +356,11 @@ def _structure_reward_signals(signals: Any, trainer_type: str) -> dict[str, Any]
             ).below(name)
         if name not in REWARD_SIGNAL_TYPES:
             raise _unknown_key(name, item, [*REWARD_SIGNAL_TYPES, *_UNSUPPORTED_REWARD_SIGNALS])
-        if name != "extrinsic" and trainer_type != "ppo":
+        if name != "extrinsic" and trainer_type not in INTRINSIC_REWARD_TRAINERS:
             raise ConfigProblem(
                 f"the {name} reward signal is not supported with trainer_type {trainer_type} "
-                "yet, only with ppo; remove it or train with ppo",
+                f"yet, only with {', '.join(INTRINSIC_REWARD_TRAINERS)}; remove it or train with "
+                "one of those",
                 kind=UnsupportedFeatureError,
             ).below(name)
         try:

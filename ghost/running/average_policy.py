@@ -21,6 +21,7 @@ import torch
 
 from ghost.core.settings import AveragePolicySettings, SelfPlaySettings
 from trainers.actor import ActionDistribution
+from trainers.adam import Adam
 from trainers.base import Policy, StepBatch, Weights
 from trainers.magnet import kl_divergence
 from trainers.policy import TorchPolicy, to_tensors
@@ -163,7 +164,7 @@ def distill_average(
     rows = sample.size
     with torch.no_grad():
         target = _mixture_target(teachers, obs, mask)
-    optimizer = torch.optim.Adam(student.actor.parameters(), lr=settings.learning_rate)
+    optimizer = Adam(student.actor.parameters(), lr=settings.learning_rate)
     generator = torch.Generator().manual_seed(seed)
     batch = min(settings.batch_size, rows)
     loss = torch.zeros(())

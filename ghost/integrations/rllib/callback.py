@@ -17,6 +17,7 @@ from ghost.core.settings import SelfPlaySettings
 from ghost.integrations.rllib import routing
 from ghost.integrations.rllib.host import RLlibSelfPlay
 
+
 @attrs.frozen(kw_only=True)
 class SelfPlayOptions:
     """What ``ghost_self_play`` decided: the settings, the game's teams, the seed, the limit."""

@@ -140,7 +140,9 @@ class RLlibSelfPlay:
         #: the exploiters' turns (None without ``self_play.league`` exploiters)
         self.league = (
             RLlibLeagueTurns(
-                league=self.state.league, host=self, seed=seed,
+                league=self.state.league,
+                host=self,
+                seed=seed,
                 steps_per_team=settings.steps_per_team,
             )  # fmt: skip
             if self.state.league.enabled

@@ -127,7 +127,9 @@ class RLlibLeagueTurns:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         exploiters = self.league.exploiters
         active = state["active"]
-        self.active = exploiters[active] if active is not None and active < len(exploiters) else None
+        self.active = (
+            exploiters[active] if active is not None and active < len(exploiters) else None
+        )
         self.turn_start_step = int(state["turn_start_step"])
         for key, steps in state["steps"].items():
             if int(key) in self.steps:

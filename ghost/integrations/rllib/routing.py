@@ -159,7 +159,9 @@ def record_match(episode: Any, env_runner: Any) -> None:
     score = result_from_reward(float(finals[0][FINAL_REWARD]))
     _tally(env_runner).results.append(
         MatchResult(
-            learning_team=learning, slot=episode.custom_data[_SLOT], score=score,
+            learning_team=learning,
+            slot=episode.custom_data[_SLOT],
+            score=score,
             learning_module=episode.custom_data.get(_LEARNING_MODULE, LEARNER_MODULE),
         )  # fmt: skip
     )
