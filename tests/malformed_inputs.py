@@ -100,9 +100,12 @@ MALFORMED_INPUTS = [
         behavior("    trainer_type: poca\n    hyperparameters: {shared_critic: true}\n"),
     ),
     MalformedInput(
-        "recurrent memory with sac",
-        "not supported with trainer_type sac yet",
-        behavior("    trainer_type: sac\n    network_settings: {memory: {memory_size: 64}}\n"),
+        "recurrent memory with the magnet",
+        "memory with hyperparameters.magnet_strength > 0 is not supported yet",
+        behavior(
+            "    hyperparameters: {magnet_strength: 0.3}\n"
+            "    network_settings: {memory: {memory_size: 64}}\n"
+        ),
     ),
     MalformedInput(
         "odd memory_size",
