@@ -13,7 +13,9 @@ import ghost  # noqa: E402
 from envs.exceptions import EnvironmentSourceError  # noqa: E402
 from envs.openspiel import OpenSpielSource  # noqa: E402
 from envs.sources import resolve_env, with_shuffled_seats  # noqa: E402
+from ghost.config.loader import resolve_options  # noqa: E402
 from ghost.exceptions import ConfigError  # noqa: E402
+from ghost.running.api import training_games  # noqa: E402
 
 TEAMS = ("tic_tac_toe?team=0", "tic_tac_toe?team=1")
 
@@ -74,7 +76,7 @@ def test_the_key_is_strict():
         )  # fmt: skip
 
 
-def test_a_run_with_shuffled_seats_trains_both_teams_seats(tmp_path, caplog):
+def test_a_run_with_shuffled_seats_trains_with_dealt_seats(tmp_path):
     config = {
         "behaviors": {"tic_tac_toe": {
             "hyperparameters": {"batch_size": 64, "buffer_size": 256},
@@ -84,13 +86,15 @@ def test_a_run_with_shuffled_seats_trains_both_teams_seats(tmp_path, caplog):
         }},
         "env_settings": {"num_areas": 16},
     }  # fmt: skip
-    with caplog.at_level("INFO"):
-        result = ghost.train(
-            config, env="openspiel:tic_tac_toe", run_id="seats", results_dir=tmp_path,
-            max_steps=1200, verbose=0,
-        )  # fmt: skip
+    options = resolve_options(config, {"env_settings.env_path": "openspiel:tic_tac_toe"})
+    factory = resolve_env("openspiel:tic_tac_toe")
+    assert training_games(options, factory).shuffle_seats  # the training games deal seats
+    assert not factory.shuffle_seats  # evaluations keep theirs fixed
+    result = ghost.train(
+        config, env="openspiel:tic_tac_toe", run_id="seats", results_dir=tmp_path,
+        max_steps=1200, verbose=0,
+    )  # fmt: skip
     assert result.steps["tic_tac_toe"] >= 1200
-    assert "plays every seat (self_play.seats: shuffled)" in caplog.text
 
 
 @pytest.mark.parametrize(
