@@ -269,14 +269,11 @@ class POCATrainer(PPOTrainer):
                 baseline_losses.append(
                     clipped_value_loss(baseline, old_baselines[rows], target[rows], epsilon)
                 )
-            return {
-                "Losses/Value Loss": torch.stack(value_losses).mean(),
-                "Losses/Baseline Loss": torch.stack(baseline_losses).mean(),
-            }
+            return _critic_losses(value_losses, baseline_losses)
 
         self._optimize(
             own, obs, advantages, critic_loss,
-            {"Losses/Value Loss": 0.5, "Losses/Baseline Loss": 0.25},
+            CRITIC_LOSS_WEIGHTS,
         )  # fmt: skip
 
     def _stream_memories(self, key: str | None) -> tuple[CriticMemories, CriticMemories]:
@@ -372,14 +369,11 @@ class POCATrainer(PPOTrainer):
                 baseline_losses.append(clipped_value_loss(
                     estimate_baseline, old_baselines[rows], target[rows], epsilon, real
                 ))  # fmt: skip
-            return {
-                "Losses/Value Loss": torch.stack(value_losses).mean(),
-                "Losses/Baseline Loss": torch.stack(baseline_losses).mean(),
-            }
+            return _critic_losses(value_losses, baseline_losses)
 
         self._optimize(
             own, obs, advantages, critic_loss,
-            {"Losses/Value Loss": 0.5, "Losses/Baseline Loss": 0.25},
+            CRITIC_LOSS_WEIGHTS,
             sequences=sequences,
         )  # fmt: skip
 
@@ -399,3 +393,17 @@ class POCATrainer(PPOTrainer):
         for key, memories in self.signal_baseline_memories.items():
             if "baseline_memories" in saved_signals.get(key, {}):
                 memories.load_state_dict(saved_signals[key]["baseline_memories"])
+
+
+#: how much the value and the baseline losses weigh in POCA's loss
+CRITIC_LOSS_WEIGHTS = {"Losses/Value Loss": 0.5, "Losses/Baseline Loss": 0.25}
+
+
+def _critic_losses(
+    value_losses: list[torch.Tensor], baseline_losses: list[torch.Tensor]
+) -> dict[str, torch.Tensor]:
+    """The mean value and baseline losses over the reward streams."""
+    return {
+        "Losses/Value Loss": torch.stack(value_losses).mean(),
+        "Losses/Baseline Loss": torch.stack(baseline_losses).mean(),
+    }
