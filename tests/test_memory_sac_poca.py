@@ -29,6 +29,7 @@ from trainers.policy import TorchPolicy, load_policy
 from trainers.rollout import Transitions
 from trainers.run_layout import RunLayout
 from trainers.sac import SACTrainer
+from trainers.safe_load import SAFE_GLOBALS
 from trainers.sequence_replay import SequenceReplayBuffer
 from trainers.settings import (
     MemorySettings,
@@ -177,10 +178,12 @@ def test_padding_changes_nothing_in_a_sac_update(tmp_path):
 
 
 def _through_bytes(state: dict) -> dict:
+    """``state`` written and read back as a checkpoint is (weights-only, like ``load_pt``)."""
     stream = io.BytesIO()
     torch.save(state, stream)
     stream.seek(0)
-    return torch.load(stream, weights_only=False)
+    with torch.serialization.safe_globals(SAFE_GLOBALS):
+        return torch.load(stream, weights_only=True)
 
 
 def test_sac_with_memory_resumes_from_its_state_exactly(tmp_path):
