@@ -8,6 +8,12 @@ Yardsticks:
   in training.
 - ``leduc``, ``goofspiel`` (OpenSpiel): the exact exploitability of the final policy (the last row of
   ``run_logs/exploitability.csv``, scored when the run ends).
+- With ``--exploiter-steps N`` each control-game run (tennis, soccer, strikers) is also scored by an
+  exploiter (``ghost-eval exploit``): a fresh learner trained ``N`` steps against the frozen final
+  policy, then 200 games per side. ``exploiter wins`` is its wins over *all* games (a rally timeout
+  is not a win), averaged over sides: lower is more robust, and it does not saturate the way a
+  scripted level does. The scripted levels are reported over all games too (``... of all``),
+  beside the share of games that ended in a timeout.
 
 A method is the shipped config of the game with its ``self_play:`` section replaced: ``default`` keeps
 only ML-Agents' own keys (latest-ratio sampling, one opponent per swap); the others add our keys on
@@ -77,13 +83,17 @@ METHODS: dict[str, dict[str, dict[str, Any]]] = {
     "uniform_8": {"self_play": {"opponents_per_swap": 8, "sampling": {"strategy": "uniform"}}},
     "average_policy": {"self_play": {"average_policy": {"enabled": True}}},
     "robust": {"self_play": {"preset": "robust"}},
+    "window_30": {"self_play": {"window": 30}},
+    "opponents_8_window_30": {"self_play": {"opponents_per_swap": 8, "window": 30}},
 }
 LEVELS = ("medium", "strong")
 
 
-def method_config(yardstick: str, method: str) -> dict[str, Any]:
-    """The shipped config of ``yardstick``'s game with ``method``'s self-play section."""
-    name, steps, _ = YARDSTICKS[yardstick]
+def method_config(yardstick: str, method: str, steps: int | None = None) -> dict[str, Any]:
+    """The shipped config of ``yardstick``'s game with ``method``'s self-play section
+    (``steps``: trainer steps per behavior instead of the yardstick's own)."""
+    name, default_steps, _ = YARDSTICKS[yardstick]
+    steps = steps or default_steps
     config = yaml.safe_load((ROOT / "config" / f"{name}.yaml").read_text())
     for behavior in config["behaviors"].values():
         shipped = behavior.get("self_play", {})
@@ -136,6 +146,27 @@ def score_scripted(game: str, run: Path, sides: tuple[str | None, ...]) -> dict[
                                   episodes=200, seed=1, deterministic=True, side=side)  # fmt: skip
                 scores[f"{label}{behavior} vs {level}"] = result.win_rate
                 scores[f"{label}{behavior} vs {level} decided"] = result.wins + result.losses
+                scores[f"{label}{behavior} vs {level} of all"] = result.wins / result.episodes
+                scores[f"{label}{behavior} vs {level} timeouts"] = (
+                    result.interrupted / result.episodes
+                )
+    return scores
+
+
+def score_exploiter(run: Path, steps: int, seed: int) -> dict[str, Any]:
+    """An exploiter of ``run`` trained ``steps`` steps: its wins over all games, per side and
+    averaged over sides (lower: ``run`` is more robust)."""
+    from ghost.evaluation.builtin_exploiter import exploit_run
+
+    exploits = exploit_run(run, steps, episodes=200, seed=seed)
+    scores: dict[str, Any] = {}
+    for exploit in exploits:
+        result = exploit.result
+        scores[f"exploiter wins as {exploit.side}"] = result.wins / result.episodes
+        scores[f"exploiter timeouts as {exploit.side}"] = result.interrupted / result.episodes
+    scores["exploiter wins"] = statistics.mean(
+        exploit.result.wins / exploit.result.episodes for exploit in exploits
+    )
     return scores
 
 
@@ -150,13 +181,23 @@ def score_exploitability(run: Path) -> dict[str, Any]:
     return scores
 
 
-def run_one(method: str, yardstick: str, seed: int, workdir: Path) -> dict[str, Any]:
+def run_one(
+    method: str,
+    yardstick: str,
+    seed: int,
+    workdir: Path,
+    *,
+    steps: int | None = None,
+    exploiter_steps: int | None = None,
+) -> dict[str, Any]:
     run = workdir / f"{yardstick}-{method}-seed{seed}"
-    wall = train(method_config(yardstick, method), run, seed)
-    game, _, sides = YARDSTICKS[yardstick]
+    wall = train(method_config(yardstick, method, steps), run, seed)
+    game, default_steps, sides = YARDSTICKS[yardstick]
     scores = score_scripted(game, run, sides) if sides else score_exploitability(run)
+    if sides and exploiter_steps:
+        scores.update(score_exploiter(run, exploiter_steps, seed))
     return {"method": method, "yardstick": yardstick, "seed": seed, "wall_s": round(wall, 1),
-            **scores}  # fmt: skip
+            "steps": steps or default_steps, **scores}  # fmt: skip
 
 
 def summarize(path: Path) -> str:
@@ -164,7 +205,7 @@ def summarize(path: Path) -> str:
     cells: dict[tuple[str, str, str], list[float]] = {}
     for row in rows:
         for key, value in row.items():
-            if key in ("method", "yardstick", "seed", "wall_s", "step") or value is None:
+            if key in ("method", "yardstick", "seed", "wall_s", "step", "steps") or value is None:
                 continue
             if value != value:  # NaN: no game was decided (tennis rally timeouts)
                 continue
@@ -183,6 +224,13 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=["default", "robust"], choices=METHODS)
     parser.add_argument("--yardsticks", nargs="+", default=list(YARDSTICKS), choices=YARDSTICKS)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument(
+        "--steps", type=int, help="trainer steps per behavior instead of each yardstick's own"
+    )
+    parser.add_argument(
+        "--exploiter-steps", type=int,
+        help="also train an exploiter of each control-game run for this many steps and score it",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path("results/robustness.jsonl"))
     parser.add_argument("--keep", type=Path, help="keep the runs in this folder")
     parser.add_argument("--summary", action="store_true", help="only summarize --out")
@@ -195,7 +243,10 @@ def main() -> None:
             for yardstick in args.yardsticks:
                 for method in args.methods:
                     for seed in args.seeds:
-                        row = run_one(method, yardstick, seed, workdir)
+                        row = run_one(
+                            method, yardstick, seed, workdir,
+                            steps=args.steps, exploiter_steps=args.exploiter_steps,
+                        )  # fmt: skip
                         print(json.dumps(row), flush=True)
                         with args.out.open("a") as out:
                             out.write(json.dumps(row) + "\n")
