@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 import yaml
 
+from ghost.config.auto_preset import with_auto_presets
 from ghost.config.settings import (
     BehaviorSettings,
     CheckpointSettings,
@@ -239,7 +240,9 @@ def resolve_options(
     4. ``resume`` and ``initialize_from`` both set (ML-Agents' rule): an override beats the
        config, and between two equals resuming wins;
     5. seed -1: a resumed run keeps the seed its ``configuration.yaml`` recorded, any other run
-       draws one.
+       draws one;
+    6. each self-play behavior without a preset (or with ``auto``) gets the one picked for the
+       game's kind (``ghost.config.auto_preset``).
 
     Args:
         config: where the configuration comes from.
@@ -274,7 +277,7 @@ def resolve_options(
         changes["env_settings"] = attrs.evolve(options.env_settings, seed=seed)
     if deterministic:
         changes.update(_deterministic_behaviors(options))
-    return attrs.evolve(options, **changes)
+    return with_auto_presets(attrs.evolve(options, **changes))
 
 
 def _run_own_configuration(overrides: Mapping[str, Any]) -> ConfigSource:

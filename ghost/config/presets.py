@@ -11,6 +11,12 @@ yardsticks (README, "Self-play strength"): a magnet pull toward a slowly moving 
 (PPO and POCA). The exported average policy is left out: it lowered goofspiel's exploitability
 but raised Leduc's. ``imperfect_information`` is tuned for turn-based card and board games (Leduc,
 goofspiel): a weaker pull toward a magnet that barely moves.
+
+``auto`` (also what a ghost-learn run takes when no preset is written) picks one of those by the
+kind of game ``env_settings.env_path`` names (``ghost.config.game_kinds``): the measured best for
+that kind, which for board games, real-time control games and unknown games is ML-Agents' own
+settings. ``ghost.config.auto_preset`` fills it in once the environment path is final; ``none``
+keeps ML-Agents' settings whatever the game.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+
+from ghost.config import game_kinds
 
 logger = logging.getLogger(__name__)
 
@@ -51,14 +59,73 @@ PRESETS: dict[str, Preset] = {
 }
 
 
+#: the preset picked by the kind of game (``auto_choice``)
+AUTO = "auto"
+#: ML-Agents' own settings, whatever the game
+NO_PRESET = "none"
+
+#: game kind → (preset or None for ML-Agents' settings, the measurement behind the choice)
+AUTO_CHOICES: dict[str, tuple[str | None, str]] = {
+    game_kinds.IMPERFECT_INFORMATION: (
+        "imperfect_information",
+        "the lowest exploitability measured on Leduc poker (-42%) and goofspiel (-27%) against "
+        "ML-Agents' settings",
+    ),
+    game_kinds.BOARD: (
+        None,
+        "no preset measured better than ML-Agents' settings on tic-tac-toe and connect four",
+    ),
+    game_kinds.MATRIX: (
+        None,
+        "no preset was measured on one-shot matrix games; ML-Agents' settings",
+    ),
+    game_kinds.CONTROL: (
+        None,
+        "the magnet presets lost to ML-Agents' settings against scripted tennis and soccer players",
+    ),
+    game_kinds.UNKNOWN: (None, "ML-Agents' settings"),
+}
+
+
+@attrs.frozen
+class AutoChoice:
+    """What ``preset: auto`` picked for a game, and why."""
+
+    kind: game_kinds.GameKind
+    preset: str | None
+    reason: str
+
+    def describe(self) -> str:
+        """``a board game (OpenSpiel says ...): ML-Agents' settings (the reason)``"""
+        picked = f"preset {self.preset!r}" if self.preset else "ML-Agents' settings"
+        kind = self.kind.kind.replace("_", " ")
+        article = "an" if kind[0] in "aeiou" else "a"
+        return f"{article} {kind} game ({self.kind.why}): {picked} ({self.reason})"
+
+
+def auto_choice(env_path: str | None) -> AutoChoice:
+    """The preset ``auto`` picks for the game ``env_path`` names."""
+    kind = game_kinds.game_kind(env_path)
+    preset, reason = AUTO_CHOICES[kind.kind]
+    return AutoChoice(kind=kind, preset=preset, reason=reason)
+
+
+def preset_names() -> list[str]:
+    """Every value ``self_play.preset`` takes."""
+    return sorted([*PRESETS, AUTO, NO_PRESET])
+
+
 class UnknownPresetError(ValueError):
     """``self_play.preset`` names no preset."""
 
 
-def preset_values(name: str, trainer_type: str) -> dict[str, Any]:
+def preset_values(name: str, trainer_type: str, env_path: str | None = None) -> dict[str, Any]:
     """The keys preset ``name`` sets for a behavior of ``trainer_type``, dotted
     (``hyperparameters.magnet_strength``), with the preset's values; ``{}`` for an unknown
-    preset. What the run says at start (``ghost.config.effects``)."""
+    preset. ``auto`` sets those of the preset it picks for ``env_path``. What the run says at
+    start (``ghost.config.effects``)."""
+    if name == AUTO:
+        name = auto_choice(env_path).preset or NO_PRESET
     preset = PRESETS.get(name)
     if preset is None:
         return {}
@@ -100,8 +167,10 @@ def expand_preset(name: str, behavior: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(self_play, Mapping) or self_play.get("preset") is None:
         return dict(behavior)
     chosen = self_play["preset"]
+    if chosen in (AUTO, NO_PRESET):
+        return dict(behavior)  # auto is filled in once the game is known (ghost.config.auto_preset)
     if chosen not in PRESETS:
-        raise UnknownPresetError(f"unknown preset; valid presets: {', '.join(sorted(PRESETS))}")
+        raise UnknownPresetError(f"unknown preset; valid presets: {', '.join(preset_names())}")
     preset = PRESETS[chosen]
     expanded = dict(behavior)
     expanded["self_play"] = dict(self_play)

@@ -107,7 +107,7 @@ def _reject_unsupported(settings: SelfPlaySettings) -> None:
             "shuffled seats are dealt by ghost-learn's environments; remove the key",
         ),
         "self_play.preset": (
-            settings.preset is not None,
+            settings.preset not in (None, "auto", "none"),
             "presets set ghost-learn PPO hyperparameters (the magnet) that RLlib's PPO lacks; "
             "remove the key",
         ),

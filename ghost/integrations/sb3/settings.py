@@ -79,7 +79,7 @@ def _refuse_unsupported(settings: SelfPlaySettings) -> None:
         unsupported.append("evaluation (evaluate the saved model with ghost.evaluation instead)")
     if settings.exploitability_every:
         unsupported.append("exploitability_every")
-    if settings.preset is not None:
+    if settings.preset not in (None, "auto", "none"):  # auto picks nothing a host PPO has
         unsupported.append("preset (its keys are hyperparameters of ghost-learn's own PPO)")
     if settings.seats != "fixed":
         unsupported.append("seats (GhostVecEnv seats the learning team itself)")

@@ -1,0 +1,130 @@
+"""``self_play.preset: auto``: the measured-best settings picked by the kind of game, said in the log."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ghost.config.effects import preset_line
+from ghost.config.game_kinds import game_kind
+from ghost.config.loader import load_options, resolve_options
+from ghost.exceptions import ConfigError
+
+
+@pytest.mark.parametrize(
+    ("env_path", "kind"),
+    [
+        ("tennis", "control"),
+        ("strikers_vs_goalie", "control"),
+        ("rock_paper_scissors", "matrix"),
+        ("pettingzoo:pettingzoo.classic.connect_four_v3", "board"),
+        ("pettingzoo:pettingzoo.classic.texas_holdem_no_limit_v6", "imperfect_information"),
+        ("pettingzoo:my_games.backgammon_v1", "unknown"),
+        ("my_envs:make_env", "unknown"),
+        ("builds/Tennis.x86_64", "control"),
+        (None, "unknown"),
+    ],
+)
+def test_the_kind_of_game_is_told_from_the_env_path(env_path, kind):
+    assert game_kind(env_path).kind == kind
+
+
+@pytest.mark.parametrize(
+    ("game", "kind"),
+    [
+        ("leduc_poker", "imperfect_information"),
+        ("goofspiel(num_cards=4)", "imperfect_information"),  # simultaneous moves hide a choice
+        ("tic_tac_toe", "board"),
+        ("matrix_rps", "matrix"),
+        ("no_such_game", "unknown"),
+    ],
+)
+def test_openspiel_games_are_told_by_openspiels_own_game_type(game, kind):
+    pytest.importorskip("pyspiel", reason="OpenSpiel is an optional extra (open-spiel)")
+    assert game_kind(f"openspiel:{game}").kind == kind
+
+
+def _leduc(tmp_path, **self_play):
+    config = yaml.safe_load(Path("config/leduc_poker.yaml").read_text())
+    behavior = config["behaviors"]["leduc_poker"]
+    behavior["self_play"].update(self_play)
+    path = tmp_path / "leduc.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _hyperparameters(options, name):
+    hp = options.behaviors[name].hyperparameters
+    return hp.magnet_strength, hp.magnet_rate
+
+
+def test_a_card_game_without_a_preset_gets_the_imperfect_information_one(tmp_path):
+    pytest.importorskip("pyspiel", reason="OpenSpiel is an optional extra (open-spiel)")
+    options = resolve_options(str(_leduc(tmp_path)))
+    assert options.behaviors["leduc_poker"].self_play.preset == "auto"
+    assert _hyperparameters(options, "leduc_poker") == (0.2, 0.003)
+    line = preset_line(
+        "leduc_poker", options.behaviors["leduc_poker"], options.env_settings.env_path
+    )
+    assert "imperfect information game" in line and "'imperfect_information'" in line
+    assert "magnet_strength = 0.2" in line
+
+
+def test_written_keys_win_and_preset_none_keeps_mlagents_settings(tmp_path):
+    pytest.importorskip("pyspiel", reason="OpenSpiel is an optional extra (open-spiel)")
+    config = yaml.safe_load(_leduc(tmp_path).read_text())
+    config["behaviors"]["leduc_poker"]["hyperparameters"]["magnet_strength"] = 0.1
+    written = resolve_options(config)
+    assert _hyperparameters(written, "leduc_poker") == (0.1, 0.003)
+    assert "(yours; the preset's: 0.2)" in preset_line(
+        "leduc_poker", written.behaviors["leduc_poker"], written.env_settings.env_path
+    )
+    plain = resolve_options(str(_leduc(tmp_path, preset="none")))
+    assert _hyperparameters(plain, "leduc_poker") == (0.0, 0.05)
+    assert preset_line("leduc_poker", plain.behaviors["leduc_poker"]) is None
+
+
+def test_control_and_board_games_keep_mlagents_settings_and_say_why():
+    for config, name, kind in [
+        ("config/tennis.yaml", "Tennis", "a control game"),
+        ("config/tictactoe.yaml", "tictactoe", "a board game"),
+    ]:
+        options = resolve_options(config)
+        assert _hyperparameters(options, name) == (0.0, 0.05)
+        line = preset_line(name, options.behaviors[name], options.env_settings.env_path)
+        assert kind in line and "ML-Agents' settings" in line
+
+
+def test_the_env_flag_decides_the_kind_not_the_config_file(tmp_path):
+    pytest.importorskip("pyspiel", reason="OpenSpiel is an optional extra (open-spiel)")
+    options = resolve_options(str(_leduc(tmp_path)), {"env_settings.env_path": "tennis"})
+    assert _hyperparameters(options, "leduc_poker") == (0.0, 0.05)
+
+
+def test_an_unknown_preset_lists_auto_and_none():
+    with pytest.raises(ConfigError, match="auto, imperfect_information, none, robust"):
+        resolve_options({"behaviors": {"B": {"self_play": {"preset": "strongest"}}}})
+
+
+def test_a_run_records_auto_with_its_keys_and_resumes_with_the_same(tmp_path, caplog):
+    pytest.importorskip("pyspiel", reason="OpenSpiel is an optional extra (open-spiel)")
+    import ghost
+
+    config = str(_leduc(tmp_path, exploitability_every=0))
+    with caplog.at_level(logging.INFO):
+        ghost.train(config, run_id="auto", results_dir=str(tmp_path), max_steps=600)
+    assert any(
+        "preset 'auto' picked for an imperfect information game" in m for m in caplog.messages
+    )
+    recorded = load_options(tmp_path / "auto" / "configuration.yaml")
+    assert recorded.behaviors["leduc_poker"].self_play.preset == "auto"
+    assert _hyperparameters(recorded, "leduc_poker") == (0.2, 0.003)
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        ghost.train(None, run_id="auto", results_dir=str(tmp_path), max_steps=1200, resume=True)
+    assert not [m for m in caplog.messages if "changed" in m and "magnet" in m]
+    resumed = load_options(tmp_path / "auto" / "configuration.yaml")
+    assert _hyperparameters(resumed, "leduc_poker") == (0.2, 0.003)
