@@ -98,6 +98,7 @@ def method_config(yardstick: str, method: str, steps: int | None = None) -> dict
     for behavior in config["behaviors"].values():
         shipped = behavior.get("self_play", {})
         self_play = {key: shipped[key] for key in MLAGENTS_KEYS if key in shipped}
+        self_play["preset"] = "none"  # ML-Agents' settings unless the method names a preset
         if "exploitability_every" in shipped:
             self_play["exploitability_every"] = 100_000
         self_play.update(METHODS[method].get("self_play", {}))
