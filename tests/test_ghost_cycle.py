@@ -12,7 +12,7 @@ from ghost.core.controller import GhostController
 from ghost.core.ghost_cycle import GhostCycle, Route, finished_matches
 from ghost.core.opponents import Opponent
 from ghost.core.self_play import SelfPlayState
-from ghost.core.settings import SelfPlaySettings
+from ghost.core.settings import CatchUpSettings, SelfPlaySettings
 
 
 class FakeLearner:
@@ -193,3 +193,51 @@ def test_restore_goes_on_without_a_snapshot_file_that_is_gone(tmp_path, caplog):
     again.restore()
     assert "snapshot file(s) of this checkpoint are gone (snap-" in caplog.text
     assert len(again.state.window) == 0 and again.state.opponent_in(1, 0) is None
+
+
+def _turn(cycle: GhostCycle, learner: FakeLearner, *, step: int, score: float) -> bool:
+    """Book three matches of ``score`` for the learner, reach ``step`` and end the update:
+    whether a team change was asked for."""
+    cycle.book([(arena, score) for arena in range(3)])
+    learner.step = step
+    cycle.after_update()
+    return cycle.controller._change_requested
+
+
+def test_catch_up_keeps_a_losing_team_learning_up_to_max_extra_turns(caplog):
+    cycle, learner, controller = make_cycle(catch_up=CatchUpSettings(below=0.3, max_extra_turns=2))
+    cycle.begin()
+    with caplog.at_level("INFO", logger="ghost.core.self_play"):
+        assert not _turn(cycle, learner, step=30, score=0.0)  # losing: one more turn
+        assert "Pong keeps learning: mean score 0.00 over 3 matches" in caplog.text
+        assert cycle.state.team_start_step == 30 and cycle.state.extra_turns == 1
+        assert not _turn(cycle, learner, step=45, score=0.0)  # the extended turn is not over yet
+        assert not _turn(cycle, learner, step=60, score=0.0)  # losing again: the last extra turn
+        assert _turn(cycle, learner, step=90, score=0.0)  # max_extra_turns reached: hand over
+    change = controller.take_team_change()
+    assert change is not None and change.learning_team == 1
+    cycle.on_team_change(change)
+    assert cycle.state.extra_turns == 0 and cycle.state.turn_matches == 0
+
+
+def test_catch_up_hands_over_a_team_that_is_not_losing_and_is_off_by_default():
+    cycle, learner, _ = make_cycle(catch_up=CatchUpSettings(below=0.3))
+    cycle.begin()
+    assert _turn(cycle, learner, step=30, score=0.5)
+    plain, plain_learner, _ = make_cycle()
+    plain.begin()
+    assert _turn(plain, plain_learner, step=30, score=0.0)
+
+
+def test_catch_up_counts_survive_a_restore(tmp_path):
+    cycle, learner, _ = make_cycle(catch_up=CatchUpSettings(below=0.3))
+    cycle.begin()
+    _turn(cycle, learner, step=30, score=0.0)
+    cycle.book([(0, 0.0)])
+    for snapshot in cycle.state.window:  # as the host writes them before saving the state
+        snapshot.path = tmp_path / f"snap-{snapshot.snapshot_id}"
+        snapshot.path.write_text("weights")
+    state = cycle.state.state_dict()
+    restored, _, _ = make_cycle(catch_up=CatchUpSettings(below=0.3))
+    restored.state.load_state_dict(state, read_weights=lambda path: None)
+    assert (restored.state.extra_turns, restored.state.turn_matches) == (1, 1)

@@ -71,17 +71,51 @@ class SelfPlayState:
         self.team_start_step = 0
         self.swaps = 0
         self.known_learning_team: int | None = None
+        #: the learner's rated matches in the running turn: score sum and count (catch_up)
+        self.turn_score = 0.0
+        self.turn_matches = 0
+        #: turns this team has kept in a row because it was losing (catch_up)
+        self.extra_turns = 0
 
     # -- what is due -------------------------------------------------------------------------
     def snapshot_due(self, trainer_step: int) -> bool:
         return trainer_step - self.last_save_step >= self.settings.save_steps
 
     def turn_over(self, trainer_step: int, *, still_training: bool) -> bool:
-        """Whether the learning team's turn is over (a finished learner hands over at once)."""
+        """Whether the learning team's turn is over (a finished learner hands over at once).
+
+        With ``catch_up`` a turn that ends with the learner losing is extended here instead:
+        the turn count restarts at ``trainer_step`` and this returns False.
+        """
+        if not still_training:
+            return True
+        if trainer_step - self.team_start_step < self.settings.steps_per_team:
+            return False
+        if self._keeps_turn():
+            self.extra_turns += 1
+            logger.info(
+                "%s keeps learning: mean score %.2f over %d matches in its turn, below "
+                "self_play.catch_up.below %.2f (extra turn %d of %d)",
+                self.behavior_name, self.turn_score / self.turn_matches, self.turn_matches,
+                self.settings.catch_up.below, self.extra_turns, self.settings.catch_up.max_extra_turns,
+            )  # fmt: skip
+            self._begin_turn_count(trainer_step)
+            return False
+        return True
+
+    def _keeps_turn(self) -> bool:
+        catch_up = self.settings.catch_up
         return (
-            trainer_step - self.team_start_step >= self.settings.steps_per_team
-            or not still_training
+            catch_up.enabled
+            and self.extra_turns < catch_up.max_extra_turns
+            and self.turn_matches > 0
+            and self.turn_score / self.turn_matches < catch_up.below
         )
+
+    def _begin_turn_count(self, trainer_step: int) -> None:
+        self.team_start_step = trainer_step
+        self.turn_score = 0.0
+        self.turn_matches = 0
 
     def swap_due(self) -> bool:
         return self.ghost_step - self.last_swap_ghost_step >= self.settings.swap_steps
@@ -100,7 +134,8 @@ class SelfPlayState:
         """Another team learns now: restart the turn count (if this behavior learns)."""
         self.known_learning_team = learning_team
         if learning:
-            self.team_start_step = trainer_step
+            self._begin_turn_count(trainer_step)
+            self.extra_turns = 0
 
     def pool(self, latest_weights: Any, trainer_step: int) -> Pool:
         """The latest learner (frozen now), the window, the league members and the fixed
@@ -145,6 +180,8 @@ class SelfPlayState:
     def apply_match(self, rating: MatchRating) -> None:
         """Book one rated match of this behavior's learner (see ``GhostController.rate_match``)."""
         self.rating = rating.learner_rating
+        self.turn_score += rating.score
+        self.turn_matches += 1
         version = max(self.window.next_id - 1, 0)
         for opponent, new_rating in zip(rating.opponents, rating.opponent_ratings, strict=True):
             # relative, applied in turn: a pinned opponent stays; two seats of one snapshot
@@ -162,6 +199,9 @@ class SelfPlayState:
             "last_save_step": self.last_save_step,
             "last_swap_ghost_step": self.last_swap_ghost_step,
             "team_start_step": self.team_start_step,
+            "turn_score": self.turn_score,
+            "turn_matches": self.turn_matches,
+            "extra_turns": self.extra_turns,
             "swaps": self.swaps,
             "known_learning_team": self.known_learning_team,
             "window": [s.metadata() for s in self.window],
@@ -184,6 +224,9 @@ class SelfPlayState:
         self.last_save_step = int(state["last_save_step"])
         self.last_swap_ghost_step = int(state["last_swap_ghost_step"])
         self.team_start_step = int(state["team_start_step"])
+        self.turn_score = float(state.get("turn_score", 0.0))
+        self.turn_matches = int(state.get("turn_matches", 0))
+        self.extra_turns = int(state.get("extra_turns", 0))
         self.swaps = int(state["swaps"])
         self.known_learning_team = state["known_learning_team"]
         saved = _snapshots_on_disk(state["window"])

@@ -124,6 +124,26 @@ class AveragePolicySettings:
     learning_rate: float = attrs.field(default=1.0e-3, validator=positive)
 
 
+@attrs.frozen(kw_only=True)
+class CatchUpSettings:
+    """``self_play.catch_up``: a learning team that is losing keeps its turn.
+
+    When a learning turn of ``team_change`` steps ends and the learner's mean score over the
+    turn's rated matches (win 1, draw 0.5, loss 0) is below ``below``, the same team learns for
+    another turn, up to ``max_extra_turns`` times in a row; then learning passes on as usual. In
+    an asymmetric game where one side finds its first success late (strikers against a goalie
+    that learns to save first), the losing side gets to learn while its opponent stands still.
+    Off by default (``below: 0``, ML-Agents' fixed turns).
+    """
+
+    below: float = attrs.field(default=0.0, validator=unit_interval)
+    max_extra_turns: int = attrs.field(default=3, validator=attrs.validators.ge(0))
+
+    @property
+    def enabled(self) -> bool:
+        return self.below > 0 and self.max_extra_turns > 0
+
+
 #: ``self_play.seats``: how a turn-based game's seats are dealt to the teams
 SEAT_DEALS = ("fixed", "shuffled")
 
@@ -162,6 +182,7 @@ class SelfPlaySettings:
     #: seats to the teams at random every game, so every turn trains every seat
     seats: str = attrs.field(default="fixed", validator=attrs.validators.in_(SEAT_DEALS))
     average_policy: AveragePolicySettings = attrs.Factory(AveragePolicySettings)
+    catch_up: CatchUpSettings = attrs.Factory(CatchUpSettings)
     #: a named combination of the keys above (``robust``); keys written beside it keep their
     #: values (``ghost.config.presets``)
     preset: str | None = None
