@@ -27,6 +27,7 @@ from mlagents_envs.base_env import ActionSpec, ObservationSpec
 from torch import nn
 from torch.nn import functional
 
+from trainers.group_minibatch import GroupMinibatch
 from trainers.memory import MemoryCore
 from trainers.networks import ObservationEncoder, mlp
 from trainers.settings import NetworkSettings
@@ -155,6 +156,26 @@ class GroupCritic(nn.Module):
         """``value`` and ``baseline`` of the same rows in one pass (the members are encoded once
         and both questions go through the attention block as one batch)."""
         return self.recurrent_value_and_baseline(obs, present, actions, None, None)
+
+    def grouped_value_and_baseline(
+        self, obs: list[torch.Tensor], actions: torch.Tensor, batch: GroupMinibatch
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``value_and_baseline`` of a group-aware minibatch (``trainers.group_minibatch``):
+        ``obs`` and ``actions`` ``[distinct rows, A]`` are those of ``batch.rows``, each row is
+        encoded once and each group's value computed once. Returns one value per group and one
+        baseline per minibatch row."""
+        encoded = self.encoder(obs)
+        plain = self.embed_obs(encoded)
+        acted = self.embed_obs_action(torch.cat([encoded, actions], dim=1))
+        own = plain[batch.baseline_members[:, :1]]
+        mates = acted[batch.baseline_members[:, 1:]]
+        value_entities = plain[batch.value_members]
+        both, _ = self._pool(
+            torch.cat([value_entities, torch.cat([own, mates], dim=1)]),
+            torch.cat([batch.value_present, batch.baseline_present]),
+        )
+        groups = len(value_entities)
+        return both[:groups], both[groups:]
 
     # -- with memory: rows are sequences of ``sequence_length`` steps, one after the other -----
     def recurrent_value(

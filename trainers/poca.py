@@ -48,6 +48,7 @@ from trainers.adam import Adam
 from trainers.buffers import RolloutBuffer
 from trainers.gae import compute_gae
 from trainers.group_critic import GroupCritic
+from trainers.group_minibatch import GroupIndex
 from trainers.group_rollout import GroupTransitions
 from trainers.hyperparameters import POCASettings
 from trainers.policy import TorchPolicy, to_tensors
@@ -259,10 +260,18 @@ class POCATrainer(PPOTrainer):
             estimates.append((critic, self._tensor(values), self._tensor(baselines),
                               self._tensor(returns)))  # fmt: skip
 
+        groups = GroupIndex(data.members, self.device)
+        actions = self._tensor(flat_actions(own, self._branches))
+
         def critic_loss(rows: torch.Tensor, epsilon: float) -> dict[str, torch.Tensor]:
+            batch = groups.minibatch(rows.cpu().numpy())
+            batch_obs = [o[batch.rows] for o in obs]
             value_losses, baseline_losses = [], []
             for critic, old_values, old_baselines, target in estimates:
-                value, baseline = critic.value_and_baseline(*inputs.rows(rows))
+                group_values, baseline = critic.grouped_value_and_baseline(
+                    batch_obs, actions[batch.rows], batch
+                )
+                value = group_values[batch.group_of_row]
                 value_losses.append(
                     clipped_value_loss(value, old_values[rows], target[rows], epsilon)
                 )
@@ -273,7 +282,7 @@ class POCATrainer(PPOTrainer):
 
         self._optimize(
             own, obs, advantages, critic_loss,
-            CRITIC_LOSS_WEIGHTS,
+            CRITIC_LOSS_WEIGHTS, epoch_order=groups.epoch_order,
         )  # fmt: skip
 
     def _stream_memories(self, key: str | None) -> tuple[CriticMemories, CriticMemories]:

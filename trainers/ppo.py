@@ -320,11 +320,13 @@ class PPOTrainer(RLTrainer):
         critic_loss: CriticLoss,
         critic_weights: dict[str, float],
         sequences: Sequences | None = None,
+        epoch_order: Callable[[np.random.Generator], np.ndarray] | None = None,
     ) -> None:
         """``num_epoch`` shuffled passes of minibatches on the clipped surrogate of the normalized
         ``advantages``, minus ``beta`` times the entropy, plus each of ``critic_loss``'s terms
         times its weight in ``critic_weights``. With ``sequences`` a minibatch is
-        ``batch_size // sequence_length`` whole sequences, and ``critic_loss`` gets their indices."""
+        ``batch_size // sequence_length`` whole sequences, and ``critic_loss`` gets their indices.
+        ``epoch_order`` orders each epoch's rows instead of a plain shuffle (POCA: whole groups)."""
         assert self.policy is not None
         h = self.hyperparameters
         learning_rate, beta, epsilon = self._schedules()
@@ -344,7 +346,8 @@ class PPOTrainer(RLTrainer):
         totals = dict.fromkeys(["policy", "entropy", "magnet", *critic_weights], 0.0)
         updates = 0
         for _ in range(h.num_epoch):
-            order = torch.as_tensor(self.rng.permutation(n), device=self.device)
+            shuffled = epoch_order(self.rng) if epoch_order is not None else self.rng.permutation(n)
+            order = torch.as_tensor(shuffled, device=self.device)
             for start in range(0, n - batch_size + 1, batch_size):
                 rows = order[start : start + batch_size]
                 policy_loss, entropy, pull = self._actor_losses(rollout, rows, epsilon)
