@@ -220,6 +220,51 @@ def summarize(path: Path) -> str:
     return "\n".join(lines)
 
 
+#: the columns of ``--table``: (header, row key or key ending, format)
+TABLE_COLUMNS = (
+    ("exploiter wins", "exploiter wins"),
+    ("vs medium (all games)", "vs medium of all"),
+    ("vs medium timeouts", "vs medium timeouts"),
+    ("vs strong (all games)", "vs strong of all"),
+    ("vs strong timeouts", "vs strong timeouts"),
+)
+
+
+def markdown_table(path: Path) -> str:
+    """One Markdown row per (yardstick, method, side): each column's value per seed, then the
+    median (the control-game yardsticks of ``--exploiter-steps`` runs)."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    cells: dict[tuple[str, str, str], dict[str, dict[int, float]]] = {}
+    for row in rows:
+        for header, ending in TABLE_COLUMNS:
+            for key, value in row.items():
+                if not isinstance(value, float) or not key.endswith(ending):
+                    continue
+                side = key[: -len(ending)].strip() if key != ending else ""
+                if key.startswith("learner: ") or "exploiter" in side:
+                    continue
+                if YARDSTICKS[row["yardstick"]][2] == (None,):
+                    side = ""  # one behavior plays every side
+                cell = cells.setdefault((row["yardstick"], row["method"], side), {})
+                cell.setdefault(header, {})[row["seed"]] = value
+    headers = [header for header, _ in TABLE_COLUMNS]
+    lines = [
+        "| game | method | side | " + " | ".join(headers) + " |",
+        "|---" * (3 + len(headers)) + "|",
+    ]
+    for (yardstick, method, side), cell in sorted(cells.items()):
+        parts = []
+        for header in headers:
+            values = cell.get(header, {})
+            if not values:
+                parts.append("")
+                continue
+            seeds = " / ".join(f"{values[seed]:.2f}" for seed in sorted(values))
+            parts.append(f"{seeds} (median {statistics.median(values.values()):.2f})")
+        lines.append(f"| {yardstick} | {method} | {side} | " + " | ".join(parts) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--methods", nargs="+", default=["default", "robust"], choices=METHODS)
@@ -235,7 +280,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("results/robustness.jsonl"))
     parser.add_argument("--keep", type=Path, help="keep the runs in this folder")
     parser.add_argument("--summary", action="store_true", help="only summarize --out")
+    parser.add_argument(
+        "--table", action="store_true", help="only print --out as a Markdown table, seed by seed"
+    )
     args = parser.parse_args()
+    if args.table:
+        print(markdown_table(args.out))
+        return
     if not args.summary:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory() as tmp:
