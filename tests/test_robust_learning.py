@@ -38,7 +38,7 @@ def leduc(tmp_path, name: str, **self_play) -> float:
 
 def test_the_robust_preset_is_less_exploitable_than_mlagents_style_self_play_on_leduc(tmp_path):
     robust = leduc(tmp_path, "robust", preset="robust")
-    default = leduc(tmp_path, "default")
+    default = leduc(tmp_path, "default", preset="none")  # ML-Agents' settings, not auto
     # seed 0 measured: robust 0.86, default 1.01 (uniform play: 2.37)
     assert robust < 0.95
     assert robust < default - 0.05
