@@ -18,9 +18,10 @@ from tests.conftest import REFERENCE_CONFIGS, needs_reference_configs
 from tests.group_envs import SacrificeEnv
 from trainers.base import ActionOutput, StepBatch
 from trainers.group_critic import GroupCritic
+from trainers.group_minibatch import GroupIndex
 from trainers.group_rollout import find_mates
 from trainers.hyperparameters import POCASettings, PPOSettings
-from trainers.poca import GROUP_CUMULATIVE_REWARD, POCATrainer
+from trainers.poca import GROUP_CUMULATIVE_REWARD, GroupedRows, POCATrainer, flat_actions
 from trainers.policy import to_tensors
 from trainers.policy_file import read_policy_weights
 from trainers.rollout import group_keys
@@ -165,6 +166,12 @@ class KnownCritic:
     def value_and_baseline(self, obs, present, actions):  # type: ignore[no-untyped-def]
         return self.value(obs, present), self.baseline(obs, present, actions)
 
+    def grouped_value_and_baseline(self, obs, actions, batch):  # type: ignore[no-untyped-def]
+        values = self.value([obs[0][batch.value_members]], batch.value_present)
+        members = batch.baseline_members
+        baselines = self.baseline([obs[0][members]], batch.baseline_present, actions[members])
+        return values, baselines
+
 
 def _poca(tmp_path: Path, **hyperparameters) -> POCATrainer:
     settings = TrainerSettings(
@@ -176,6 +183,14 @@ def _poca(tmp_path: Path, **hyperparameters) -> POCATrainer:
     trainer = POCATrainer(behavior_name="Pair", settings=settings, artifact_dir=tmp_path)
     trainer.add_policy(BEHAVIOR, trainer.create_policy(BEHAVIOR, SPEC))
     return trainer
+
+
+def _grouped(trainer: POCATrainer, data) -> GroupedRows:  # type: ignore[no-untyped-def]
+    return GroupedRows(
+        groups=GroupIndex(data.members),
+        obs=to_tensors(data.own.obs, "cpu"),
+        actions=torch.as_tensor(flat_actions(data.own, trainer._branches)),
+    )
 
 
 def test_group_value_targets_with_an_agent_that_left_early(tmp_path):
@@ -199,7 +214,7 @@ def test_group_value_targets_with_an_agent_that_left_early(tmp_path):
     np.testing.assert_allclose(data.group_rewards_sum(), [1.25, 1.25, 2.0])
     np.testing.assert_array_equal(data.group_finished(), [False, False, True])
     trainer.critic = KnownCritic()
-    inputs = trainer._critic_inputs(data, to_tensors(data.own.obs, "cpu"))
+    inputs = _grouped(trainer, data)
     extrinsic = trainer._streams(data)[0]
     values, baselines, returns = trainer._targets(extrinsic, data, inputs, next_index, bounds)
     np.testing.assert_allclose(values, [1 + 2, 2 + 1, 4])
@@ -225,7 +240,7 @@ def test_interrupted_group_keeps_bootstrapping(tmp_path):
     data, next_index, bounds = trainer.buffer.contents()
     assert not data.group_finished().any()
     trainer.critic = KnownCritic()
-    inputs = trainer._critic_inputs(data, to_tensors(data.own.obs, "cpu"))
+    inputs = _grouped(trainer, data)
     _, _, returns = trainer._targets(trainer._streams(data)[0], data, inputs, next_index, bounds)
     np.testing.assert_allclose(returns, [0.5 + 0.5 * 7, 0.5 + 0.5 * 7])
 

@@ -90,6 +90,25 @@ class GroupInputs:
         return [o[rows] for o in self.obs], self.present[rows], self.actions[rows]
 
 
+@attrs.frozen
+class GroupedRows:
+    """A rollout as the group-aware critic reads it (``trainers.group_minibatch``): which rows
+    share a group step, every row's observations and flat actions."""
+
+    groups: GroupIndex
+    obs: list[torch.Tensor]
+    actions: torch.Tensor
+
+    def estimates(self, critic: GroupCritic, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """The group value and the baseline of each of ``rows`` (each group's value computed
+        once)."""
+        batch = self.groups.minibatch(rows)
+        values, baselines = critic.grouped_value_and_baseline(
+            [o[batch.rows] for o in self.obs], self.actions[batch.rows], batch
+        )
+        return values[batch.group_of_row], baselines
+
+
 class POCATrainer(PPOTrainer):
     """MA-POCA for one behavior name (see module docstring)."""
 
@@ -161,15 +180,16 @@ class POCATrainer(PPOTrainer):
         self,
         stream: RewardStream,
         data: GroupTransitions,
-        inputs: GroupInputs,
+        grouped: GroupedRows,
         next_index: np.ndarray,
         bounds: list[tuple[int, int]],
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Group values, counterfactual baselines and λ-returns of ``stream`` for every buffer
         row."""
         critic: GroupCritic = stream.critic  # type: ignore[assignment]
+        every_row = np.arange(len(data))
         both = self._evaluate(
-            lambda rows: torch.stack(critic.value_and_baseline(*inputs.rows(rows)), dim=1),
+            lambda rows: torch.stack(grouped.estimates(critic, every_row[rows]), dim=1),
             len(data),
         )
         values, baselines = both[:, 0].copy(), both[:, 1].copy()
@@ -248,30 +268,27 @@ class POCATrainer(PPOTrainer):
         self.buffer.clear()
         own: Transitions = data.own
         obs = self._rollout_obs(own)
-        inputs = self._critic_inputs(data, obs)
+        grouped = GroupedRows(
+            groups=GroupIndex(data.members, self.device),
+            obs=obs,
+            actions=self._tensor(flat_actions(own, self._branches)),
+        )
         advantages = np.zeros(len(data), dtype=np.float64)
         # (critic, old values, old baselines, returns) of each stream, extrinsic first
         estimates: list[tuple[GroupCritic, torch.Tensor, torch.Tensor, torch.Tensor]] = []
         for stream in self._streams(data):
-            values, baselines, returns = self._targets(stream, data, inputs, next_index, bounds)
+            values, baselines, returns = self._targets(stream, data, grouped, next_index, bounds)
             self._record_estimates(stream.title, values, baselines)
             advantages = advantages + (returns - baselines)
             critic: GroupCritic = stream.critic  # type: ignore[assignment]
             estimates.append((critic, self._tensor(values), self._tensor(baselines),
                               self._tensor(returns)))  # fmt: skip
 
-        groups = GroupIndex(data.members, self.device)
-        actions = self._tensor(flat_actions(own, self._branches))
-
         def critic_loss(rows: torch.Tensor, epsilon: float) -> dict[str, torch.Tensor]:
-            batch = groups.minibatch(rows.cpu().numpy())
-            batch_obs = [o[batch.rows] for o in obs]
+            chosen = rows.cpu().numpy()
             value_losses, baseline_losses = [], []
             for critic, old_values, old_baselines, target in estimates:
-                group_values, baseline = critic.grouped_value_and_baseline(
-                    batch_obs, actions[batch.rows], batch
-                )
-                value = group_values[batch.group_of_row]
+                value, baseline = grouped.estimates(critic, chosen)
                 value_losses.append(
                     clipped_value_loss(value, old_values[rows], target[rows], epsilon)
                 )
@@ -282,7 +299,7 @@ class POCATrainer(PPOTrainer):
 
         self._optimize(
             own, obs, advantages, critic_loss,
-            CRITIC_LOSS_WEIGHTS, epoch_order=groups.epoch_order,
+            CRITIC_LOSS_WEIGHTS, epoch_order=grouped.groups.epoch_order,
         )  # fmt: skip
 
     def _stream_memories(self, key: str | None) -> tuple[CriticMemories, CriticMemories]:
