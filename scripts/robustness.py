@@ -201,6 +201,13 @@ def run_one(
             "steps": steps or default_steps, **scores}  # fmt: skip
 
 
+def append_row(path: Path, row: dict[str, Any]) -> None:
+    """Print ``row`` and append it to the JSON-lines file ``path``."""
+    print(json.dumps(row), flush=True)
+    with path.open("a") as out:
+        out.write(json.dumps(row) + "\n")
+
+
 def summarize(path: Path) -> str:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     cells: dict[tuple[str, str, str], list[float]] = {}
@@ -299,9 +306,7 @@ def main() -> None:
                             method, yardstick, seed, workdir,
                             steps=args.steps, exploiter_steps=args.exploiter_steps,
                         )  # fmt: skip
-                        print(json.dumps(row), flush=True)
-                        with args.out.open("a") as out:
-                            out.write(json.dumps(row) + "\n")
+                        append_row(args.out, row)
     print(summarize(args.out))
 
 

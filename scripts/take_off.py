@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from robustness import METHODS, YARDSTICKS, method_config  # noqa: E402
+from robustness import METHODS, YARDSTICKS, append_row, method_config  # noqa: E402
 
 #: mechanisms measured for take-off, on top of robustness.py's methods
 TAKE_OFF_METHODS: dict[str, dict[str, dict[str, Any]]] = {
@@ -141,10 +141,7 @@ def main() -> None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         for method in args.methods:
             for seed in args.seeds:
-                row = run_seed(args, method, seed)
-                print(json.dumps(row), flush=True)
-                with args.out.open("a") as out:
-                    out.write(json.dumps(row) + "\n")
+                append_row(args.out, run_seed(args, method, seed))
     print(summarize(args.out))
 
 
