@@ -39,6 +39,7 @@ from robustness import METHODS, YARDSTICKS, append_row, method_config  # noqa: E
 #: mechanisms measured for take-off, on top of robustness.py's methods
 TAKE_OFF_METHODS: dict[str, dict[str, dict[str, Any]]] = {
     "catch_up": {"self_play": {"catch_up": {"below": 0.2, "max_extra_turns": 3}}},
+    "catch_up_half": {"self_play": {"catch_up": {"below": 0.5, "max_extra_turns": 10}}},
     "curiosity": {"reward_signals": {"curiosity": {"gamma": 0.99, "strength": 0.02}}},
 }
 
