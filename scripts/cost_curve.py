@@ -9,9 +9,13 @@ MLP, window 10, one opponent per swap)::
     python scripts/cost_curve.py --dimension window --values 5 10 25 50 100
     python scripts/cost_curve.py --dimension opponents_per_swap --values 1 2 4 8 16
     python scripts/cost_curve.py --dimension width --values 64 128 256 512
+    python scripts/cost_curve.py --dimension teams --values 2 3 4
 
 ``--steps`` defaults to 60,000; the window points snapshot every 500 steps so that even a
-100-snapshot window fills.
+100-snapshot window fills. Steps per second count the learning team's steps (the trainer's); the
+teams points also give every team's agent steps. Tennis has two teams, so the teams points train
+``tests.team_envs.TeamArenaEnv`` instead: one agent per team in each arena, every agent deciding
+every step, the arena's top scorer winning each 16-step match.
 """
 
 from __future__ import annotations
@@ -32,10 +36,15 @@ import ghost
 from envs.games import make_game
 
 point = json.loads(sys.argv[1])
-arenas = point["arenas"]
+arenas, teams = point["arenas"], point["teams"]
 
 def tennis(worker_id=0, seed=0):
     return make_game("tennis", num_arenas=arenas, worker_id=worker_id, seed=seed)
+
+def team_arena(worker_id=0, seed=0):
+    from tests.team_envs import TeamArenaEnv
+    names = [f"Tennis?team={team}" for team in range(teams)]
+    return TeamArenaEnv(behaviors=names, num_arenas=arenas, episode_length=16, seed=seed)
 
 config = {"behaviors": {"Tennis": {
     "trainer_type": "ppo",
@@ -49,14 +58,18 @@ config = {"behaviors": {"Tennis": {
                   "opponents_per_swap": point["opponents_per_swap"]},
 }}}
 with tempfile.TemporaryDirectory() as results:
-    result = ghost.train(config, env=tennis, run_id="point", results_dir=results, seed=0,
-                         verbose=0)
+    result = ghost.train(config, env=team_arena if teams else tennis, run_id="point",
+                         results_dir=results, seed=0, verbose=0)
 steps = sum(result.steps.values())
 peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print("POINT " + json.dumps({"steps_per_s": steps / result.wall_time_s, "peak_mib": peak_mib}))
+print("POINT " + json.dumps({"steps_per_s": steps / result.wall_time_s, "peak_mib": peak_mib,
+                             "agent_steps_per_s": steps * (teams or 2) / result.wall_time_s}))
 """
 
-BASE = {"arenas": 32, "width": 128, "window": 10, "opponents_per_swap": 1, "save_steps": 5000}
+BASE = {
+    "arenas": 32, "width": 128, "window": 10, "opponents_per_swap": 1, "save_steps": 5000,
+    "teams": None,
+}  # fmt: skip
 
 
 def measure(point: dict) -> dict:
@@ -73,20 +86,24 @@ def measure(point: dict) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--dimension", required=True, choices=["arenas", "window", "opponents_per_swap", "width"]
+        "--dimension",
+        required=True,
+        choices=["arenas", "window", "opponents_per_swap", "width", "teams"],
     )
     parser.add_argument("--values", type=int, nargs="+", required=True)
     parser.add_argument("--steps", type=int, default=60_000)
     args = parser.parse_args()
-    print(f"| {args.dimension} | agent steps/s | peak memory (MiB) |")
-    print("|---|---|---|")
+    print(f"| {args.dimension} | trainer steps/s | all agents' steps/s | peak memory (MiB) |")
+    print("|---|---|---|---|")
     for value in args.values:
         point = {**BASE, "steps": args.steps, args.dimension: value}
         if args.dimension == "window":
             point["save_steps"] = 500
         figures = measure(point)
         print(
-            f"| {value} | {figures['steps_per_s']:,.0f} | {figures['peak_mib']:.0f} |", flush=True
+            f"| {value} | {figures['steps_per_s']:,.0f} | {figures['agent_steps_per_s']:,.0f} "
+            f"| {figures['peak_mib']:.0f} |",
+            flush=True,
         )
 
 

@@ -114,7 +114,7 @@ def test_a_run_records_auto_with_its_keys_and_resumes_with_the_same(tmp_path, ca
     import ghost
 
     config = str(_leduc(tmp_path, exploitability_every=0))
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="ghost"):
         ghost.train(config, run_id="auto", results_dir=str(tmp_path), max_steps=600)
     assert any(
         "preset 'auto' picked for an imperfect information game" in m for m in caplog.messages
@@ -123,7 +123,7 @@ def test_a_run_records_auto_with_its_keys_and_resumes_with_the_same(tmp_path, ca
     assert recorded.behaviors["leduc_poker"].self_play.preset == "auto"
     assert _hyperparameters(recorded, "leduc_poker") == (0.2, 0.003)
     caplog.clear()
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="ghost"):
         ghost.train(None, run_id="auto", results_dir=str(tmp_path), max_steps=1200, resume=True)
     assert not [m for m in caplog.messages if "changed" in m and "magnet" in m]
     resumed = load_options(tmp_path / "auto" / "configuration.yaml")

@@ -204,13 +204,16 @@ class Trainer(abc.ABC):
         artifact_dir: Path,
         seed: int = 0,
         device: str = "cpu",
+        acting_device: str | None = None,
         training: bool = True,
     ) -> None:
         self.behavior_name = behavior_name
         self.settings = settings
         self.artifact_dir = Path(artifact_dir)
         self.seed = seed
+        #: where updates run; ``acting_device`` (default: the same) is where policies decide
         self.device = device
+        self.acting_device = acting_device or device
         self.training = training
         self.trajectory_queues: list[ExperienceQueue] = []
         self.policy_queues: list[PolicyQueue] = []

@@ -23,6 +23,7 @@ Continuous actions come out as the environment takes them: ``clamp(a, -3, 3) / 3
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib.util
 import io
 import warnings
@@ -47,7 +48,8 @@ class UnityPolicyGraph(nn.Module):
 
     def __init__(self, policy: TorchPolicy) -> None:
         super().__init__()
-        self.actor = policy.actor
+        # a copy: the graph moves to the CPU and to eval mode, the policy's network stays as it is
+        self.actor = copy.deepcopy(policy.acting_actor)
         spec = policy.behavior_spec
         self.observation_count = len(spec.observation_specs)
         self.continuous_size = spec.action_spec.continuous_size

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +64,11 @@ class TorchPolicy(Policy):
 
     With ``network_settings.memory`` it keeps each agent's memory (``trainers.memory``): pass
     ``agent_ids`` to ``sample``/``act`` and ``forget`` the agents whose episode ended.
+
+    ``device`` holds ``actor``, the network an update trains. With an ``acting_device`` other than
+    ``device`` (a GPU trains, the CPU acts: small acting batches are faster there), decisions come
+    from a copy of the actor on ``acting_device``, refreshed from ``actor`` at the first decision
+    after ``weights_changed()``; ``load_weights`` and ``update_normalizer`` call it themselves.
     """
 
     def __init__(
@@ -73,12 +79,14 @@ class TorchPolicy(Policy):
         squash: bool = False,
         conditional_std: bool = False,
         device: str = "cpu",
+        acting_device: str | None = None,
     ) -> None:
         self.behavior_spec = behavior_spec
         self.network_settings = network_settings
         self.squash = squash
         self.conditional_std = conditional_std
         self.device = device
+        self.acting_device = acting_device or device
         self.actor = Actor(
             obs_specs=list(behavior_spec.observation_specs),
             action_spec=behavior_spec.action_spec,
@@ -86,8 +94,28 @@ class TorchPolicy(Policy):
             squash=squash,
             conditional_std=conditional_std,
         ).to(device)
+        self._acting_copy = (
+            None if self.acting_device == device else copy.deepcopy(self.actor).to(acting_device)
+        )
+        self._acting_stale = False
         self.memory_size = self.actor.memory_size
         self.memories = AgentMemories(self.memory_size)
+
+    @property
+    def acting_actor(self) -> Actor:
+        """The network decisions are made with: ``actor``, or its up-to-date copy on
+        ``acting_device``."""
+        if self._acting_copy is None:
+            return self.actor
+        if self._acting_stale:
+            self._acting_copy.load_state_dict(self.actor.state_dict())
+            self._acting_stale = False
+        return self._acting_copy
+
+    def weights_changed(self) -> None:
+        """Say that ``actor``'s weights or statistics changed in place (an update): the acting
+        copy, if any, follows before the next decision."""
+        self._acting_stale = True
 
     def _distribution(
         self,
@@ -105,21 +133,20 @@ class TorchPolicy(Policy):
     ) -> tuple[ActionDistribution, np.ndarray | None]:
         """The action distribution of each row, and with memory the memories it started from
         (the agents' memories then move on to the ones after this decision)."""
-        obs_tensors = to_tensors(obs, self.device)
-        mask = mask_tensor(action_mask, self.device)
+        actor, device = self.acting_actor, self.acting_device
+        obs_tensors = to_tensors(obs, device)
+        mask = mask_tensor(action_mask, device)
         if not self.memory_size:
-            return self.actor(obs_tensors, mask), None
+            return actor(obs_tensors, mask), None
         if agent_ids is None:
             raise MemoryUseError(
                 "this policy has memory (network_settings.memory): pass agent_ids=, one per row, "
                 "so that each agent's memory is carried to its next decision"
             )
         before = self.memories.recall(agent_ids)
-        heads = self.actor.head_outputs(
-            obs_tensors, mask, torch.as_tensor(before, device=self.device)
-        )
+        heads = actor.head_outputs(obs_tensors, mask, torch.as_tensor(before, device=device))
         self.memories.store(agent_ids, heads["memory"].cpu().numpy())
-        return self.actor.distribution(heads), before
+        return actor.distribution(heads), before
 
     def forget(self, agent_ids: np.ndarray | None = None) -> None:
         self.memories.forget(agent_ids)
@@ -162,13 +189,16 @@ class TorchPolicy(Policy):
             return [lp.exp().cpu().numpy() for lp in dist.log_probs_by_branch]
 
     def get_weights(self) -> Weights:
-        return {k: v.detach().clone() for k, v in self.actor.state_dict().items()}
+        """A copy of the actor's weights on the CPU (snapshots and files hold them there)."""
+        return {k: v.detach().to("cpu", copy=True) for k, v in self.actor.state_dict().items()}
 
     def load_weights(self, weights: Weights) -> None:
         self.actor.load_state_dict(weights)
+        self.weights_changed()
 
     def update_normalizer(self, obs: list[np.ndarray]) -> None:
         self.actor.encoder.update_normalizer(to_tensors(obs, self.device))
+        self.weights_changed()
 
     def save(self, path: Path, weights: Weights | None = None) -> None:
         write_policy_file(path, self, weights if weights is not None else self.get_weights())
@@ -181,6 +211,7 @@ class TorchPolicy(Policy):
             squash=self.squash,
             conditional_std=self.conditional_std,
             device=self.device,
+            acting_device=self.acting_device,
         )
 
 

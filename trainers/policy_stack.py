@@ -58,13 +58,14 @@ class PolicyStack:
 
     def __init__(self, policies: Sequence[TorchPolicy]) -> None:
         self.size = len(policies)
-        self.device = policies[0].device
-        self._actor = policies[0].actor
+        self.device = policies[0].acting_device
+        actors = [p.acting_actor for p in policies]
+        self._actor = actors[0]
         with torch.no_grad():
-            params, buffers = stack_module_state([_Heads(p.actor) for p in policies])
+            params, buffers = stack_module_state([_Heads(actor) for actor in actors])
         self._params = {k: v.detach() for k, v in params.items()}
         self._buffers = buffers
-        skeleton = copy.deepcopy(_Heads(policies[0].actor)).to("meta")
+        skeleton = copy.deepcopy(_Heads(actors[0])).to("meta")
         for module in skeleton.modules():
             if isinstance(module, RunningNormalizer):
                 module.cache = False

@@ -66,6 +66,7 @@ class RLTrainer(Trainer):
             squash=self.squash,
             conditional_std=self.conditional_std,
             device=self.device,
+            acting_device=self.acting_device,
         )
 
     def add_policy(self, behavior_id: BehaviorId, policy: Policy) -> None:
@@ -106,6 +107,8 @@ class RLTrainer(Trainer):
                     self._take(transitions)
                     if self._ready():
                         self._update()
+                        assert self.policy is not None
+                        self.policy.weights_changed()
                         for policy_queue in self.policy_queues:
                             policy_queue.put(self.get_policy(policy_queue.behavior_id))
         self.stats.maybe_write(self._step)

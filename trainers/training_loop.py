@@ -26,6 +26,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import torch
 from mlagents_envs.base_env import BehaviorSpec
 
 from envs.behavior_id import BehaviorId
@@ -37,6 +38,7 @@ from trainers.agent_processor import AgentProcessor
 from trainers.base import ExperienceQueue, PolicyQueue, Trainer
 from trainers.callbacks import CallbackList, Checkpoint, TrainingCallback
 from trainers.checkpoints import RunCheckpointer
+from trainers.devices import behavior_devices
 from trainers.exceptions import ConfigError, results_write_errors
 from trainers.policy_file import initialize_policy
 from trainers.run_layout import RunLayout
@@ -55,7 +57,9 @@ class TrainingLoop:
         behaviors: settings per behavior name.
         layout: the run folder results go to.
         seed: seed of every trainer.
-        device: torch device of the networks.
+        device: where the networks train: ``auto`` (GPU for wide networks when one is present,
+            ``trainers.devices``), ``cpu``, ``cuda``...
+        acting_device: where policies decide (default: the CPU).
         training: False acts without learning (no updates, no checkpoints, no final policies).
         initialize_from: per behavior name, a policy file whose weights start the behavior.
         callbacks: told of summaries and checkpoints; one returning False stops the run.
@@ -69,6 +73,7 @@ class TrainingLoop:
         layout: RunLayout,
         seed: int = 0,
         device: str = "cpu",
+        acting_device: str | None = None,
         training: bool = True,
         initialize_from: Mapping[str, Path] | None = None,
         callbacks: Iterable[TrainingCallback] = (),
@@ -78,6 +83,7 @@ class TrainingLoop:
         self.layout = layout
         self.seed = seed
         self.device = device
+        self.acting_device = acting_device
         self.training = training
         self.initialize_from_files = dict(initialize_from or {})
         self.callbacks = CallbackList(callbacks)
@@ -109,12 +115,25 @@ class TrainingLoop:
     def make_trainer(self, name: str, settings: Any, spec: BehaviorSpec) -> Trainer:
         """The trainer of behavior name ``name`` (its registered ``trainer_type``)."""
         trainer_class = registry.trainer_class(settings.trainer_type)
+        devices = behavior_devices(
+            self.device,
+            self.acting_device,
+            settings.network_settings.hidden_units,
+            settings.trainer_type,
+            gpu_present=torch.cuda.is_available(),
+        )
+        if devices.update != "cpu" or devices.acting != "cpu":
+            logger.info(
+                "%s trains on %s and acts on %s (%s)",
+                name, devices.update, devices.acting, devices.reason,
+            )  # fmt: skip
         trainer: Trainer = trainer_class(
             behavior_name=name,
             settings=settings,
             artifact_dir=self.layout.behavior_dir(name),
             seed=self.seed,
-            device=self.device,
+            device=devices.update,
+            acting_device=devices.acting,
             training=self.training,
         )
         return trainer

@@ -61,9 +61,15 @@ class CheckpointSettings:
 
 @attrs.frozen(kw_only=True)
 class TorchSettings:
-    """``torch_settings``: the device networks run on (``cpu``, ``cuda``, ``cuda:1``...)."""
+    """``torch_settings``: where networks train and where policies act.
+
+    ``device``: ``auto`` (also when unset) trains wide networks (>= 256 hidden units) on a GPU
+    when one is present and the rest on the CPU; or ``cpu``, ``cuda``, ``cuda:1``, ``mps``.
+    ``acting_device``: where policies decide during rollouts (unset: the CPU).
+    """
 
     device: str | None = None
+    acting_device: str | None = None
 
 
 @attrs.frozen(kw_only=True)

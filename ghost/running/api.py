@@ -44,6 +44,7 @@ from ghost.running.callbacks import (
 from ghost.running.run_dir import RunDirectory
 from ghost.running.session import SelfPlaySession
 from trainers.callbacks import TrainingCallback
+from trainers.devices import AUTO
 from trainers.exceptions import results_write_errors
 from trainers.run_layout import RunLayout
 from trainers.run_lock import RunLock
@@ -158,6 +159,7 @@ def train_options(
     The run folder stays locked until training ends, however it ends.
     """
     check_torch_device(options.torch_settings.device)
+    check_torch_device(options.torch_settings.acting_device, key="acting_device")
     run_dir = RunDirectory.prepare(options.checkpoint_settings)
     try:
         with results_write_errors():
@@ -196,7 +198,8 @@ def run_training(
         stepper=make_stepper(options.env_settings, training_games(options, env_factory), seed),
         layout=run_dir.layout,
         seed=seed,
-        device=options.torch_settings.device or "cpu",
+        device=options.torch_settings.device or AUTO,
+        acting_device=options.torch_settings.acting_device,
         training=training,
         initialize_from=initial_policy_files(options, run_dir),
         callbacks=callbacks,

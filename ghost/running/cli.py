@@ -143,8 +143,11 @@ def _add_engine_flags(parser: argparse.ArgumentParser) -> None:
 def _add_torch_flags(parser: argparse.ArgumentParser) -> None:
     torch = parser.add_argument_group("torch")
     _flag(torch, "--torch-device", "torch_settings.device",
-         "device for the networks: cpu, cuda, cuda:1... (default: cpu)",
+         "where the networks train: auto (a GPU for networks of >= 256 hidden units when one is "
+         "present, else the CPU), cpu, cuda, cuda:1... (default: auto)",
          metavar="DEVICE")
+    _flag(torch, "--torch-acting-device", "torch_settings.acting_device",
+         "where policies decide during rollouts (default: cpu)", metavar="DEVICE")
 # fmt: on
 
 
@@ -262,6 +265,7 @@ def run_check(options: RunOptions, factory: Any) -> int:
         EnvironmentSpecError, TrainerTypeError: the environment does not fit the configuration.
     """
     check_torch_device(options.torch_settings.device)
+    check_torch_device(options.torch_settings.acting_device, key="acting_device")
     specs = _read_specs(factory, options.env_settings.seed)
     if not specs:
         raise EnvironmentSpecError(

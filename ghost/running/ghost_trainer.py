@@ -60,7 +60,8 @@ class GhostTrainer(Trainer):
     ) -> None:
         super().__init__(
             behavior_name=trainer.behavior_name, settings=trainer.settings, seed=trainer.seed,
-            artifact_dir=trainer.artifact_dir, device=trainer.device, training=trainer.training,
+            artifact_dir=trainer.artifact_dir, device=trainer.device,
+            acting_device=trainer.acting_device, training=trainer.training,
         )  # fmt: skip
         self.stats = trainer.stats  # one reporter per behavior: the wrapped trainer's
         self.trainer = trainer

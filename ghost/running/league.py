@@ -50,7 +50,7 @@ def exploiter_factory(trainer: Trainer, folder: Path) -> ExploiterFactory:
         exploiter = type(trainer)(
             behavior_name=trainer.behavior_name, settings=trainer.settings,
             artifact_dir=folder / label, seed=seed, device=trainer.device,
-            training=trainer.training,
+            acting_device=trainer.acting_device, training=trainer.training,
         )  # fmt: skip
         exploiter.stats.behavior_name = f"{trainer.behavior_name} [{label}]"
         return exploiter
