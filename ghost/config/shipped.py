@@ -24,9 +24,13 @@ def shipped_config_dirs() -> list[Path]:
     ]
 
 
+#: libyaml's parser where PyYAML was built with it: the scan reads every shipped config at start-up
+_FAST_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _env_path_of(path: Path) -> str | None:
     try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        document = yaml.load(path.read_text(encoding="utf-8"), Loader=_FAST_SAFE_LOADER)
     except (OSError, yaml.YAMLError):
         return None
     env_settings = document.get("env_settings") if isinstance(document, dict) else None
