@@ -16,13 +16,9 @@ Prints one Markdown row per run and, per point, the median and its ratio to the 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from fresh_process import run_point
 
 POINT = r"""
 import json, sys, tempfile
@@ -46,14 +42,7 @@ print("POINT " + json.dumps({
 def measure(config: str, env: str, steps: int, point: str) -> dict:
     """Run one point (``UPDATE[/ACTING]``) in a fresh process; its figures."""
     update, _, acting = point.partition("/")
-    result = subprocess.run(
-        [sys.executable, "-c", POINT, config, env, str(steps), update, acting or "-"],
-        capture_output=True, text=True, cwd=ROOT, check=False,
-    )  # fmt: skip
-    lines = [line for line in result.stdout.splitlines() if line.startswith("POINT ")]
-    if result.returncode != 0 or not lines:
-        raise RuntimeError(f"point {point} failed:\n{result.stderr[-3000:]}")
-    return json.loads(lines[-1][len("POINT ") :])
+    return run_point(POINT, [config, env, str(steps), update, acting or "-"], point)
 
 
 def main() -> None:

@@ -22,11 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from fresh_process import run_point
 
 POINT = r"""
 import json, resource, sys, tempfile, time
@@ -73,14 +70,7 @@ BASE = {
 
 
 def measure(point: dict) -> dict:
-    result = subprocess.run(
-        [sys.executable, "-c", POINT, json.dumps(point)],
-        capture_output=True, text=True, cwd=ROOT, check=False,
-    )  # fmt: skip
-    lines = [line for line in result.stdout.splitlines() if line.startswith("POINT ")]
-    if result.returncode != 0 or not lines:
-        raise RuntimeError(f"point {point} failed:\n{result.stderr[-3000:]}")
-    return json.loads(lines[-1][len("POINT ") :])
+    return run_point(POINT, [json.dumps(point)], str(point))
 
 
 def main() -> None:
