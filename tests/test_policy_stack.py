@@ -17,7 +17,7 @@ from mlagents_envs.base_env import (
 from envs.specs import vector_observation_spec
 from ghost.core.opponents import FixedOpponent, Opponent
 from ghost.core.snapshots import Snapshot
-from ghost.running.opponent_policy import OpponentPolicy
+from ghost.running.opponent_policy import STACK_FROM, OpponentPolicy
 from trainers.policy import TorchPolicy
 from trainers.policy_stack import PolicyStack, stackable
 from trainers.settings import NetworkSettings
@@ -178,10 +178,12 @@ def test_every_arena_plays_its_own_opponent_with_snapshots_and_fixed_ones_mixed(
     arenas = np.array([7, 0, 3, 12, 1, 2, 4, 9, 5, 6, 11, 0])
     obs = [np.random.default_rng(0).normal(size=(len(arenas), 4)).astype(np.float32)]
     played = acting.sample_in_arenas(obs, None, arenas).actions.discrete[:, 0]
+    assert acting._stack is None  # three networks: a pass each is cheaper than a stacked one
     expected = [opponents.index(acting.opponent_in(int(a))) for a in arenas]
     # opponent k of the list plays action k in this setup
     assert played.tolist() == expected
     # snapshots alone: one stacked call answers for every arena
     acting.assign([snapshot_always(a, a) for a in range(5)])
+    assert acting._stack is not None and STACK_FROM <= 5
     played = acting.sample_in_arenas(obs, None, arenas).actions.discrete[:, 0]
     assert played.tolist() == [int(a) % 5 for a in arenas]

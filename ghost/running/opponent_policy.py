@@ -62,6 +62,11 @@ def _merge(groups: list[tuple[np.ndarray, ActionOutput]], spec: ActionSpec) -> A
     )
 
 
+#: snapshot networks from which one stacked pass beats a pass per network: a stacked pass costs
+#: about five plain ones of 32 rows however many it holds (docs/benchmarks.md, "Cost curve")
+STACK_FROM = 4
+
+
 class OpponentPolicy(ArenaPolicy):
     """Acts for a ghosted team with a different opponent per arena (``opponents_per_swap``).
 
@@ -159,12 +164,13 @@ class OpponentPolicy(ArenaPolicy):
         return _merge(groups, self.behavior_spec.action_spec)
 
     def _restack(self) -> None:
-        """Batch the snapshot opponents' networks into one ``PolicyStack`` when they allow it."""
+        """Batch the snapshot opponents' networks into one ``PolicyStack`` when they allow it and
+        are at least ``STACK_FROM``."""
         self._stack, self._stack_member = None, np.full(len(self._policies), -1)
         networks = [
             i for i, policy in enumerate(self._policies) if any(policy is n for n in self._networks)
         ]
-        if len(self.opponents) > 1 and stackable([self._policies[i] for i in networks]):
+        if len(networks) >= STACK_FROM and stackable([self._policies[i] for i in networks]):
             self._stack = PolicyStack([self._policies[i] for i in networks])
             self._stack_member[networks] = np.arange(len(networks))
 
