@@ -14,7 +14,7 @@ from envs.tennis import Tennis
 from ghost.config.torch_device import check_torch_device
 from ghost.exceptions import ConfigError
 from trainers import load_policy
-from trainers.devices import WIDE_NETWORK_UNITS, behavior_devices
+from trainers.devices import WIDE_NETWORK_UNITS, acting_device_argument, behavior_devices
 from trainers.policy import TorchPolicy
 from trainers.settings import NetworkSettings
 
@@ -39,6 +39,11 @@ def test_auto_trains_wide_networks_and_poca_on_a_gpu_and_acts_on_the_cpu():
     # a device given is used as given; acting stays on the CPU unless asked otherwise
     assert behavior_devices("cuda:1", None, narrow, "ppo", gpu_present=True).update == "cuda:1"
     assert behavior_devices("cuda", "cuda", wide, "ppo", gpu_present=True).acting == "cuda"
+
+
+def test_a_plugin_trainer_without_acting_device_is_built_where_it_is_moot():
+    assert acting_device_argument("cpu", "cpu") == {}
+    assert acting_device_argument("cuda", "cpu") == {"acting_device": "cpu"}
 
 
 def test_device_settings_are_checked_by_name():

@@ -68,3 +68,9 @@ def behavior_devices(
         acting=acting,
         reason=f"auto: {hidden_units} hidden units (< {WIDE_NETWORK_UNITS}) train fastest on the CPU",
     )
+
+
+def acting_device_argument(update: str, acting: str) -> dict[str, str]:
+    """The ``acting_device=`` keyword for a trainer's constructor, only where it differs from
+    ``update``: a plugin's trainer written before the keyword existed still builds otherwise."""
+    return {"acting_device": acting} if acting != update else {}

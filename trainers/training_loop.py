@@ -38,7 +38,7 @@ from trainers.agent_processor import AgentProcessor
 from trainers.base import ExperienceQueue, PolicyQueue, Trainer
 from trainers.callbacks import CallbackList, Checkpoint, TrainingCallback
 from trainers.checkpoints import RunCheckpointer
-from trainers.devices import behavior_devices
+from trainers.devices import acting_device_argument, behavior_devices
 from trainers.exceptions import ConfigError, results_write_errors
 from trainers.policy_file import initialize_policy
 from trainers.run_layout import RunLayout
@@ -133,8 +133,8 @@ class TrainingLoop:
             artifact_dir=self.layout.behavior_dir(name),
             seed=self.seed,
             device=devices.update,
-            acting_device=devices.acting,
             training=self.training,
+            **acting_device_argument(devices.update, devices.acting),
         )
         return trainer
 

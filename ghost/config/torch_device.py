@@ -56,6 +56,5 @@ def _check_cuda(setting: str, device: str, index: int | None) -> None:
     count = torch.cuda.device_count()
     if index is not None and index >= count:
         raise ConfigError(
-            f"{setting} is {device!r} but torch sees {count} CUDA GPU(s), numbered "
-            f"0 to {count - 1}"
+            f"{setting} is {device!r} but torch sees {count} CUDA GPU(s), numbered 0 to {count - 1}"
         )

@@ -35,6 +35,7 @@ from ghost.core.league import Exploiter, LeagueState, TurnOutcome, exploiter_see
 from ghost.core.opponents import Opponent
 from ghost.core.self_play import SelfPlayState
 from trainers.base import ExperienceQueue, Policy, StepBatch, Trainer
+from trainers.devices import acting_device_argument
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +51,8 @@ def exploiter_factory(trainer: Trainer, folder: Path) -> ExploiterFactory:
         exploiter = type(trainer)(
             behavior_name=trainer.behavior_name, settings=trainer.settings,
             artifact_dir=folder / label, seed=seed, device=trainer.device,
-            acting_device=trainer.acting_device, training=trainer.training,
+            training=trainer.training,
+            **acting_device_argument(trainer.device, trainer.acting_device),
         )  # fmt: skip
         exploiter.stats.behavior_name = f"{trainer.behavior_name} [{label}]"
         return exploiter
