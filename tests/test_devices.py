@@ -90,6 +90,24 @@ def test_the_acting_copy_follows_updates_weights_and_statistics():
     assert all(w.device.type == "cpu" for w in apart.get_weights().values())
 
 
+def test_an_opponent_network_lives_where_it_acts(tmp_path):
+    """A frozen opponent is never trained: one network on the acting device, no second copy."""
+    from envs.behavior_id import BehaviorId
+    from trainers.ppo import PPOTrainer
+    from trainers.settings import TrainerSettings
+
+    trainer = PPOTrainer(
+        behavior_name="Tennis", settings=TrainerSettings(), artifact_dir=tmp_path,
+        device="cpu", acting_device=OTHER_CPU,
+    )  # fmt: skip
+    behavior_id = BehaviorId.parse("Tennis?team=1")
+    spec = Tennis(num_arenas=1).behavior_specs["Tennis?team=1"]
+    learner = trainer.create_policy(behavior_id, spec)
+    assert learner.device == "cpu" and learner.acting_actor is not learner.actor
+    opponent = trainer.create_opponent_policy(behavior_id, spec)
+    assert opponent.device == OTHER_CPU and opponent.acting_actor is opponent.actor
+
+
 def _config(trainer_type: str, acting_device: str | None) -> dict:
     hyperparameters = (
         {"batch_size": 128, "buffer_size": 512}

@@ -228,6 +228,13 @@ class Trainer(abc.ABC):
     def create_policy(self, behavior_id: BehaviorId, behavior_spec: BehaviorSpec) -> Policy:
         """A new policy with this trainer's architecture for ``behavior_spec`` (not yet added)."""
 
+    def create_opponent_policy(
+        self, behavior_id: BehaviorId, behavior_spec: BehaviorSpec
+    ) -> Policy:
+        """A policy of this trainer's architecture that only ever acts (a frozen opponent's
+        network, loaded with snapshot weights); by default ``create_policy``'s."""
+        return self.create_policy(behavior_id, behavior_spec)
+
     @abc.abstractmethod
     def add_policy(self, behavior_id: BehaviorId, policy: Policy) -> None:
         """Train ``policy`` for ``behavior_id`` (a trainer trains one policy per behavior name)."""

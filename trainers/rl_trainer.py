@@ -60,12 +60,21 @@ class RLTrainer(Trainer):
                 f"network_settings.memory is not supported with trainer_type "
                 f"{self.settings.trainer_type} yet; remove the memory section"
             )
+        return self._torch_policy(behavior_spec, self.device)
+
+    def create_opponent_policy(
+        self, behavior_id: BehaviorId, behavior_spec: BehaviorSpec
+    ) -> TorchPolicy:
+        # never trained: its network lives where it acts, and snapshot weights load straight there
+        return self._torch_policy(behavior_spec, self.acting_device)
+
+    def _torch_policy(self, behavior_spec: BehaviorSpec, device: str) -> TorchPolicy:
         return TorchPolicy(
             behavior_spec=behavior_spec,
             network_settings=self.settings.network_settings,
             squash=self.squash,
             conditional_std=self.conditional_std,
-            device=self.device,
+            device=device,
             acting_device=self.acting_device,
         )
 

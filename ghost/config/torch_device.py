@@ -4,8 +4,15 @@ training."""
 
 from __future__ import annotations
 
+from ghost.config.settings import TorchSettings
 from ghost.exceptions import ConfigError
 from trainers.devices import AUTO
+
+
+def check_torch_settings(settings: TorchSettings) -> None:
+    """``check_torch_device`` for both of ``torch_settings``' devices."""
+    check_torch_device(settings.device)
+    check_torch_device(settings.acting_device, key="acting_device")
 
 
 def check_torch_device(device: str | None, key: str = "device") -> None:

@@ -32,7 +32,7 @@ from ghost.command_line import console_logging
 from ghost.config.environment import env_factory_for
 from ghost.config.loader import MAX_STEPS_KEY, ConfigSource, resolve_options
 from ghost.config.settings import RunOptions
-from ghost.config.torch_device import check_torch_device
+from ghost.config.torch_device import check_torch_settings
 from ghost.exceptions import ConfigError
 from ghost.running.callbacks import (
     Checkpoint,
@@ -158,8 +158,7 @@ def train_options(
     ``options`` are final, as ``resolve_options`` returns them: recorded and trained as given.
     The run folder stays locked until training ends, however it ends.
     """
-    check_torch_device(options.torch_settings.device)
-    check_torch_device(options.torch_settings.acting_device, key="acting_device")
+    check_torch_settings(options.torch_settings)
     run_dir = RunDirectory.prepare(options.checkpoint_settings)
     try:
         with results_write_errors():

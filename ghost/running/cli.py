@@ -21,7 +21,7 @@ from ghost.config.behavior_matching import match_behaviors
 from ghost.config.environment import env_factory_for
 from ghost.config.loader import resolve_options
 from ghost.config.settings import BehaviorSettings, RunOptions
-from ghost.config.torch_device import check_torch_device
+from ghost.config.torch_device import check_torch_settings
 from ghost.core.curriculum import Curriculum
 from ghost.exceptions import ConfigError, EnvironmentSpecError
 from trainers import registry
@@ -264,8 +264,7 @@ def run_check(options: RunOptions, factory: Any) -> int:
     Raises:
         EnvironmentSpecError, TrainerTypeError: the environment does not fit the configuration.
     """
-    check_torch_device(options.torch_settings.device)
-    check_torch_device(options.torch_settings.acting_device, key="acting_device")
+    check_torch_settings(options.torch_settings)
     specs = _read_specs(factory, options.env_settings.seed)
     if not specs:
         raise EnvironmentSpecError(

@@ -95,7 +95,7 @@ class GhostTrainer(Trainer):
         self.trainer.subscribe_trajectory_queue(queue)
         spec = self.learner.behavior_spec
         self.opponent_policies[behavior_id] = OpponentPolicy(
-            make_policy=lambda: self.trainer.create_policy(behavior_id, spec)
+            make_policy=lambda: self.trainer.create_opponent_policy(behavior_id, spec)
         )
         self.behavior_ids[behavior_id.team] = behavior_id
         if self.league is not None:
