@@ -80,6 +80,7 @@ setup(
             "ray[rllib]>=2.60,<3",
             "stable-baselines3>=2.9,<3",
             "sb3-contrib>=2.9,<3",
+            "optuna>=4",
         ],
         "plots": ["matplotlib>=3.6"],
         "onnx": ["onnx>=1.17"],
@@ -93,6 +94,9 @@ setup(
         "sb3": ["stable-baselines3>=2.9,<3", "sb3-contrib>=2.9,<3"],
         # self-play inside RLlib's new API stack (ghost.integrations.rllib)
         "rllib": ["ray[rllib]>=2.60,<3"],
+        # ghost-tune: hyperparameter search (ghost.tuning); with the plots extra it also draws
+        # the parameter importance
+        "tune": ["optuna>=4"],
     },
     cmdclass={"build_py": BuildPyWithHook},
     entry_points={
@@ -100,6 +104,7 @@ setup(
             "ghost-learn=ghost.running.cli:main",
             "ghost-eval=ghost.evaluation.cli:main",
             "ghost-export=ghost.running.export:main",
+            "ghost-tune=ghost.tuning.cli:main",
         ],
         # ghost_ppo, ghost_sac and ghost_poca inside ML-Agents' mlagents-learn
         "mlagents.trainer_type": [

@@ -10,7 +10,13 @@ import enum
 import attrs
 from attrs import validators as v
 
+from envs.game_kind import GAME_KINDS
 from envs.validators import non_negative, open_unit_interval, positive
+
+
+def _game_kind(instance: object, attribute: attrs.Attribute, value: str | None) -> None:
+    if value is not None and value not in GAME_KINDS:
+        raise ValueError(f"{attribute.name} must be one of {', '.join(GAME_KINDS)} (got {value!r})")
 
 
 class EnvironmentBackend(str, enum.Enum):
@@ -26,6 +32,9 @@ class EnvironmentSettings:
 
     env_path: str | None = None
     env_args: list[str] | None = None
+    #: what kind of game it is (``envs.game_kind``), for ``self_play.preset: auto``; None: told
+    #: from ``env_path`` or declared by the environment's factory
+    game_kind: str | None = attrs.field(default=None, validator=_game_kind)
     base_port: int = attrs.field(default=5005, validator=v.and_(v.ge(1024), v.le(65535)))
     num_envs: int = attrs.field(default=1, validator=positive)
     num_areas: int = attrs.field(default=1, validator=positive)

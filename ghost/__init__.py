@@ -8,7 +8,8 @@ first (a layer imports those below it, never one above, not even inside a functi
 2. ``ghost.config``: the run configuration;
 3. ``ghost.play``: games between policies and a results folder read back (``RunRecord``);
 4. ``ghost.running``: sessions, the API, ``ghost-learn``;
-5. ``ghost.evaluation``: ``ghost-eval`` (its exploiters train through ``ghost.running``).
+5. ``ghost.evaluation``: ``ghost-eval`` (its exploiters train through ``ghost.running``);
+6. ``ghost.tuning``: ``ghost-tune``, searching settings with trials scored by ``ghost.evaluation``.
 
 ``ghost.mlagents_plugin`` stands apart, on ``core`` and ``config`` only; ``ghost.exceptions``
 and ``ghost.command_line`` lie beneath them all. ``tests/test_layers.py`` keeps the order.

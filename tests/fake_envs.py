@@ -64,6 +64,22 @@ def make_duel(worker_id: int = 0, seed: int = 0) -> FakeEnv:
     return FakeEnv({"Duel?team=0": spec(), "Duel?team=1": spec()}, worker_id=worker_id, seed=seed)
 
 
+def make_card_duel(worker_id: int = 0, seed: int = 0) -> FakeEnv:
+    """``make_duel`` declaring itself a card game (``envs.game_kind``)."""
+    return make_duel(worker_id, seed)
+
+
+make_card_duel.game_kind = "imperfect_information"  # type: ignore[attr-defined]
+
+
+def make_misdeclared(worker_id: int = 0, seed: int = 0) -> FakeEnv:
+    """``make_duel`` declaring a kind that does not exist."""
+    return make_duel(worker_id, seed)
+
+
+make_misdeclared.game_kind = "cards"  # type: ignore[attr-defined]
+
+
 def make_asymmetric(**kwargs: int) -> FakeEnv:
     """Strikers (team 0) against a goalie (team 1), as in ML-Agents' StrikersVsGoalie."""
     return FakeEnv(

@@ -16,6 +16,7 @@ from ghost.config.loader import (
     apply_overrides,
     load_options,
     options_from_dict,
+    resolve_options,
     with_deterministic_actions,
     write_options,
 )
@@ -90,10 +91,11 @@ def test_poca_reference_configs_load(name, behavior_name):
     hyperparameters = settings.hyperparameters
     assert isinstance(hyperparameters, POCASettings)
     assert (hyperparameters.batch_size, hyperparameters.buffer_size) == (2048, 20480)
-    # ML-Agents' POCA decays beta and epsilon linearly even with a constant learning rate
+    # ML-Agents 1.1 (RunOptions.from_dict) gives POCA's beta and epsilon the learning rate's
+    # schedule when theirs are not written, as PPO's
     assert hyperparameters.learning_rate_schedule is ScheduleType.CONSTANT
-    assert hyperparameters.beta_schedule_resolved is ScheduleType.LINEAR
-    assert hyperparameters.epsilon_schedule_resolved is ScheduleType.LINEAR
+    assert hyperparameters.beta_schedule_resolved is ScheduleType.CONSTANT
+    assert hyperparameters.epsilon_schedule_resolved is ScheduleType.CONSTANT
     assert settings.self_play.window == 10
 
 
@@ -467,7 +469,7 @@ DUEL = {BehaviorId("Duel", 0): spec(), BehaviorId("Duel", 1): spec()}
 def test_two_teams_self_play_with_the_defaults_when_the_config_has_none(caplog):
     with caplog.at_level(logging.INFO, logger="ghost"):
         defaulted = match_behaviors(options_from_dict({"behaviors": {"Duel": {}}}), DUEL)
-    assert defaulted["Duel"].self_play == SelfPlaySettings()
+    assert defaulted["Duel"].self_play == SelfPlaySettings(preset="auto")
     assert "self-play is on with ML-Agents' default settings" in caplog.text
     resolved = match_behaviors(options_from_dict({"behaviors": {"Duel": {"self_play": {}}}}), DUEL)
     assert resolved["Duel"].self_play == SelfPlaySettings()
@@ -476,10 +478,11 @@ def test_two_teams_self_play_with_the_defaults_when_the_config_has_none(caplog):
 def test_asymmetric_teams_share_the_one_self_play_section_given(caplog):
     specs = {BehaviorId("Striker", 0): spec(), BehaviorId("Goalie", 1): spec()}
     striker = {"self_play": {"save_steps": 500, "team_change": 4000}}
-    options = options_from_dict({"behaviors": {"Striker": striker, "Goalie": {}}})
+    options = resolve_options({"behaviors": {"Striker": striker, "Goalie": {}}})
     with caplog.at_level(logging.INFO, logger="ghost"):
         resolved = match_behaviors(options, specs)
     assert resolved["Goalie"].self_play == resolved["Striker"].self_play
+    assert resolved["Goalie"].self_play.preset == "auto"
     assert resolved["Goalie"].self_play.steps_per_team == 4000
     assert "behaviors.Goalie has no self_play section" in caplog.text
     assert "with behaviors.Striker's settings" in caplog.text

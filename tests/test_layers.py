@@ -20,7 +20,14 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("envs", "trainers", "ghost")
 
 #: the subpackages of ``ghost``, bottom first: each may import those before it, none after it
-GHOST_ORDER = ("ghost.core", "ghost.config", "ghost.play", "ghost.running", "ghost.evaluation")
+GHOST_ORDER = (
+    "ghost.core",
+    "ghost.config",
+    "ghost.play",
+    "ghost.running",
+    "ghost.evaluation",
+    "ghost.tuning",
+)
 #: beside the order: what each may import; nothing else in ``ghost`` imports it
 GHOST_APART = {
     "ghost.mlagents_plugin": ("ghost.core", "ghost.config"),

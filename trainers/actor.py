@@ -17,7 +17,7 @@ from mlagents_envs.base_env import ActionSpec, ObservationSpec
 from torch import nn
 
 from trainers.memory import MemoryCore
-from trainers.networks import ObservationEncoder, mlp
+from trainers.networks import ObservationEncoder, linear_layer, mlp
 from trainers.settings import NetworkSettings
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
@@ -101,9 +101,10 @@ class ActionDistribution:
             total = total + part.squeeze(-1)
         return total  # type: ignore[return-value]
 
-    def mean_entropy(self) -> torch.Tensor:
-        """Entropy averaged over parts, per agent: the bonus ML-Agents' PPO maximizes."""
-        return torch.cat(self._entropy_parts(), dim=1).mean(dim=-1)
+    def bonus_entropy(self) -> torch.Tensor:
+        """The entropy ML-Agents' PPO and POCA maximize, per agent: the sum over the parts of
+        the Gaussian's mean entropy per dimension and each branch's entropy."""
+        return torch.cat(self._entropy_parts(), dim=1).sum(dim=-1)
 
     def env_continuous(self, raw: torch.Tensor) -> torch.Tensor:
         """The continuous action the environment receives, in [-1, 1]."""
@@ -140,16 +141,13 @@ class Actor(nn.Module):
         if self.memory is not None:
             hidden = self.memory.output_size
         if self.continuous_size:
-            self.mean_head = nn.Linear(hidden, self.continuous_size)
-            nn.init.zeros_(self.mean_head.bias)
-            self.mean_head.weight.data.mul_(0.1)
+            self.mean_head = linear_layer(hidden, self.continuous_size, gain=0.2)
             if conditional_std:
                 self.log_std_head = nn.Linear(hidden, self.continuous_size)
             else:
                 self.log_std = nn.Parameter(torch.zeros(self.continuous_size))
         if self.branches:
-            self.logits_head = nn.Linear(hidden, sum(self.branches))
-            self.logits_head.weight.data.mul_(0.1)
+            self.logits_head = linear_layer(hidden, sum(self.branches), gain=0.1)
 
     def head_outputs(
         self,

@@ -29,7 +29,7 @@ from torch.nn import functional
 
 from trainers.group_minibatch import GroupMinibatch
 from trainers.memory import MemoryCore
-from trainers.networks import ObservationEncoder, mlp
+from trainers.networks import ObservationEncoder, mlp, value_head
 from trainers.settings import NetworkSettings
 
 #: attention heads of the self-attention block (as ML-Agents)
@@ -93,14 +93,11 @@ class GroupCritic(nn.Module):
         self.attention = ResidualSelfAttention(
             hidden, next(h for h in (HEADS, 2, 1) if hidden % h == 0)
         )
-        self.body = mlp(hidden, hidden, settings.num_layers)
-        for layer in self.body:
-            if isinstance(layer, nn.Linear):
-                layer.weight.data.mul_(math.sqrt(0.125 / hidden))
+        self.body = mlp(hidden, hidden, settings.num_layers, gain=math.sqrt(0.125 / hidden))
         self.memory_size = settings.memory.memory_size if settings.memory is not None else 0
         self.memory = MemoryCore(hidden, self.memory_size) if self.memory_size else None
         head_input = self.memory.output_size if self.memory is not None else hidden
-        self.head = nn.Linear(head_input + 1, 1)
+        self.head = value_head(head_input + 1)
         self.register_buffer("max_members", torch.ones((), dtype=torch.float32))
 
     def _encode_members(self, obs: list[torch.Tensor]) -> torch.Tensor:

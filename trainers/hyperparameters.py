@@ -74,11 +74,8 @@ class PPOSettings(OnPolicySettings):
 
 @attrs.frozen(kw_only=True)
 class POCASettings(OnPolicySettings):
-    """MA-POCA (see ``OnPolicySettings``). As in ML-Agents, ``beta`` and ``epsilon`` decay
-    linearly by default whatever ``learning_rate_schedule`` says."""
-
-    beta_schedule: ScheduleType | None = ScheduleType.LINEAR
-    epsilon_schedule: ScheduleType | None = ScheduleType.LINEAR
+    """MA-POCA (see ``OnPolicySettings``); as in ML-Agents, ``beta``/``epsilon`` schedules follow
+    the learning rate's as PPO's do."""
 
 
 @attrs.frozen(kw_only=True)

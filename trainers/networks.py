@@ -25,16 +25,32 @@ MIN_IMAGE_SIDE = {
 }
 
 
-def mlp(input_size: int, hidden_units: int, num_layers: int) -> nn.Sequential:
-    """``num_layers`` fully connected layers of ``hidden_units`` with SiLU (Swish) activations."""
+def linear_layer(inputs: int, outputs: int, *, gain: float = 1.0) -> nn.Linear:
+    """A linear layer initialized as ML-Agents' bodies and heads are: He-normal weights with the
+    gain of a linear layer (std ``1/sqrt(inputs)``) times ``gain``, zero bias. Starting from the
+    same scales is what lets a run learn as fast per step as ML-Agents' does."""
+    layer = nn.Linear(inputs, outputs)
+    nn.init.kaiming_normal_(layer.weight, nonlinearity="linear")
+    layer.weight.data.mul_(gain)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+def value_head(inputs: int) -> nn.Linear:
+    """A critic's output layer: Xavier-uniform weights and zero bias, as ML-Agents' value heads."""
+    layer = nn.Linear(inputs, 1)
+    nn.init.xavier_uniform_(layer.weight)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+def mlp(input_size: int, hidden_units: int, num_layers: int, *, gain: float = 1.0) -> nn.Sequential:
+    """``num_layers`` fully connected layers of ``hidden_units`` with SiLU (Swish) activations,
+    initialized by ``linear_layer``."""
     layers: list[nn.Module] = []
     size = input_size
     for _ in range(num_layers):
-        linear = nn.Linear(size, hidden_units)
-        # He-normal weights keep activations from shrinking layer by layer (ML-Agents does too)
-        nn.init.kaiming_normal_(linear.weight)
-        nn.init.zeros_(linear.bias)
-        layers += [linear, nn.SiLU()]
+        layers += [linear_layer(size, hidden_units, gain=gain), nn.SiLU()]
         size = hidden_units
     return nn.Sequential(*layers)
 
@@ -159,7 +175,7 @@ class ValueNetwork(nn.Module):
             MemoryCore(settings.hidden_units, self.memory_size) if self.memory_size else None
         )
         head_input = self.memory.output_size if self.memory is not None else settings.hidden_units
-        self.head = nn.Linear(head_input, 1)
+        self.head = value_head(head_input)
 
     def forward(self, obs: list[torch.Tensor]) -> torch.Tensor:
         if self.memory is not None:

@@ -419,7 +419,7 @@ class PPOTrainer(RLTrainer):
             torch.min(ratio * advantage, torch.clamp(ratio, 1 - epsilon, 1 + epsilon) * advantage),
             valid,
         )
-        entropy = masked_mean(dist.mean_entropy(), valid)
+        entropy = masked_mean(dist.bonus_entropy(), valid)
         pull = None if self.magnet is None else self.magnet.divergence(dist, obs, masks)
         return policy_loss, entropy, pull
 

@@ -9,6 +9,8 @@ from typing import Any
 import attrs
 
 from envs.behavior_id import BehaviorId
+from envs.settings import EnvironmentSettings
+from ghost.config.auto_preset import with_auto_preset
 from ghost.config.settings import BehaviorSettings, RunOptions, default_behavior_settings
 from ghost.core.settings import SelfPlaySettings
 from ghost.exceptions import EnvironmentSpecError
@@ -55,7 +57,7 @@ def match_behaviors(
     for name, ids in teams.items():
         resolved[name] = _settings_for(name, options)
         _check_teams_share_specs(name, ids, behavior_specs)
-    return _with_default_self_play(teams, resolved, all_teams)
+    return _with_default_self_play(teams, resolved, all_teams, options.env_settings)
 
 
 def _teams_by_name(behavior_specs: Mapping[BehaviorId, Any]) -> dict[str, list[BehaviorId]]:
@@ -99,9 +101,11 @@ def _with_default_self_play(
     teams: Mapping[str, list[BehaviorId]],
     resolved: Mapping[str, BehaviorSettings],
     all_teams: set[int],
+    game: EnvironmentSettings,
 ) -> dict[str, BehaviorSettings]:
-    """Adversarial behaviors without ``self_play`` get ML-Agents' defaults, announced; with a
-    single team a ``self_play`` section is only warned about."""
+    """Adversarial behaviors without ``self_play`` get ML-Agents' defaults with ``preset: auto``
+    for the game (``ghost.config.auto_preset``), announced; with a single team a ``self_play``
+    section is only warned about."""
     settings = dict(resolved)
     configured = next((n for n, b in settings.items() if b.self_play is not None), None)
     for name, ids in teams.items():
@@ -112,10 +116,13 @@ def _with_default_self_play(
                 self_play, source = SelfPlaySettings(), "ML-Agents' default"
             else:
                 self_play, source = settings[configured].self_play, f"behaviors.{configured}'s"
-            settings[name] = attrs.evolve(settings[name], self_play=self_play)
+            settings[name] = with_auto_preset(
+                attrs.evolve(settings[name], self_play=self_play), game
+            )
+            self_play = settings[name].self_play
             logger.info(
                 "behaviors.%s has no self_play section but the environment has opposing teams "
-                "(%s): self-play is on with %s settings (save_steps %d, team_change %d, "
+                "(%s): self-play is on with %s settings and preset auto (save_steps %d, team_change %d, "
                 "swap_steps %d, window %d); add a self_play: section to tune it",
                 name,
                 "teams " + ", ".join(str(i.team) for i in ids) if len(ids) > 1 else "other teams",

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from envs.behavior_id import BehaviorId
-from ghost.config.presets import AUTO, NO_PRESET, auto_choice, preset_values
+from ghost.config.presets import AUTO, NO_PRESET, Game, auto_choice, preset_values
 from ghost.config.settings import BehaviorSettings
 from ghost.core.settings import SelfPlaySettings
 from trainers.settings import TrainerSettings
@@ -37,7 +37,7 @@ def log_effects(
     behavior_ids: Iterable[BehaviorId],
     *,
     training: bool = True,
-    env_path: str | None = None,
+    game: Game = None,
 ) -> None:
     """Log the presets in effect and warn about settings that cannot take effect.
 
@@ -45,7 +45,7 @@ def log_effects(
         behaviors: the settings each behavior name trains with (as matched to the environment).
         behavior_ids: every behavior id the environment reports (names and teams).
         training: False for a run that only acts: nothing is said.
-        env_path: the game, for what ``preset: auto`` picked.
+        game: the run's ``env_settings`` (or its ``env_path``), for what ``preset: auto`` picked.
     """
     if not training:
         return
@@ -56,7 +56,7 @@ def log_effects(
     for name, settings in behaviors.items():
         if not isinstance(settings, BehaviorSettings) or settings.self_play is None:
             continue
-        line = preset_line(name, settings, env_path)
+        line = preset_line(name, settings, game)
         if line is not None:
             logger.info(line)
         for problem in ineffective_settings(
@@ -65,7 +65,7 @@ def log_effects(
             logger.warning(problem)
 
 
-def preset_line(name: str, settings: BehaviorSettings, env_path: str | None = None) -> str | None:
+def preset_line(name: str, settings: BehaviorSettings, game: Game = None) -> str | None:
     """``behaviors.<name>: self_play.preset 'robust' sets key = value, ...`` (None without a
     preset); a key written beside the preset shows its value and the preset's. For ``auto`` it
     says the game's kind, what was picked and why."""
@@ -74,11 +74,11 @@ def preset_line(name: str, settings: BehaviorSettings, env_path: str | None = No
         return None
     head = f"behaviors.{name}: self_play.preset {preset!r}"
     if preset == AUTO:
-        choice = auto_choice(env_path)
+        choice = auto_choice(game)
         head = f"{head} picked for {choice.describe()};"
         if choice.preset is None:
             return head[:-1]
-    values = preset_values(preset, settings.trainer_type, env_path)
+    values = preset_values(preset, settings.trainer_type, game)
     if not values:
         return (
             f"{head} sets nothing for trainer_type {settings.trainer_type} (its keys are PPO "
@@ -87,14 +87,25 @@ def preset_line(name: str, settings: BehaviorSettings, env_path: str | None = No
     parts = []
     for key, chosen in values.items():
         value = _value_at(settings, key)
+        if value is _ABSENT:
+            continue
         mine = "" if value == chosen else f" (yours; the preset's: {chosen!r})"
         parts.append(f"{key} = {value!r}{mine}")
     return f"{head} sets {', '.join(parts)}"
 
 
+_ABSENT = object()
+
+
 def _value_at(settings: Any, dotted: str) -> Any:
+    """The value at ``dotted``, or ``_ABSENT`` (a reward signal the behavior does not have)."""
     for attribute in dotted.split("."):
-        settings = getattr(settings, attribute)
+        if isinstance(settings, Mapping):
+            settings = settings.get(attribute, _ABSENT)
+        else:
+            settings = getattr(settings, attribute)
+        if settings is _ABSENT:
+            break
     return settings
 
 

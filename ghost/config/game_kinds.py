@@ -1,29 +1,43 @@
-"""What kind of game an ``env_settings.env_path`` names, for ``self_play.preset: auto``.
+"""What kind of game a run trains, for ``self_play.preset: auto``.
 
-The kinds are those the self-play measurements separate (docs/self-play-strength.md):
-
-- ``imperfect_information``: card games and other turn-based games with hidden information or
-  simultaneous moves (Leduc poker, goofspiel);
-- ``board``: turn-based games where every player sees everything (tic-tac-toe, connect four);
-- ``matrix``: one-shot simultaneous-move games (rock-paper-scissors);
-- ``control``: real-time games (the built-in tennis, soccer and strikers vs goalie, Unity builds);
-- ``unknown``: a Python ``module:callable`` or no ``env_path``: nothing tells the kind.
-
-Only the ``env_path`` string is read, and OpenSpiel's own game type where it names an OpenSpiel
-game, so the kind is known before any environment starts.
+The kinds and how an environment declares its own: ``envs.game_kind``. Without a declaration the
+kind is told from the ``env_settings.env_path`` string, and from OpenSpiel's own game type where
+it names an OpenSpiel game, so it is known before any environment starts. A ``module:callable``
+is imported (not called) to read its ``game_kind`` attribute.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 
 import attrs
 
-IMPERFECT_INFORMATION = "imperfect_information"
-BOARD = "board"
-MATRIX = "matrix"
-CONTROL = "control"
-UNKNOWN = "unknown"
+from envs.exceptions import EnvironmentSourceError
+from envs.game_kind import (
+    BOARD,
+    CONTROL,
+    IMPERFECT_INFORMATION,
+    MATRIX,
+    UNKNOWN,
+    UnknownGameKindError,
+    declared_kind,
+)
+from envs.settings import EnvironmentSettings
+from envs.sources import CallableEnv
+from ghost.exceptions import ConfigError
+
+__all__ = [
+    "BOARD",
+    "CONTROL",
+    "IMPERFECT_INFORMATION",
+    "MATRIX",
+    "UNKNOWN",
+    "GameKind",
+    "game_kind",
+    "kind_of",
+]
 
 _BUILTIN_KINDS = {
     "tennis": CONTROL,
@@ -47,7 +61,7 @@ _PETTINGZOO_KINDS = {
     "rps": MATRIX,
 }
 
-_CALLABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+_CALLABLE = re.compile(r"(?P<module>[A-Za-z_][\w.]*):(?P<attribute>[A-Za-z_][\w.]*)")
 
 
 @attrs.frozen
@@ -58,8 +72,10 @@ class GameKind:
     why: str
 
 
-def game_kind(env_path: str | None) -> GameKind:
-    """The kind of the game ``env_path`` names (see the module docstring for the kinds)."""
+def game_kind(env_path: str | None, declared: str | None = None) -> GameKind:
+    """The kind of the game ``env_path`` names, or ``declared`` (``env_settings.game_kind``)."""
+    if declared is not None:
+        return GameKind(declared, "env_settings.game_kind says so")
     if not env_path:
         return GameKind(UNKNOWN, "no env_path names the game")
     if env_path in _BUILTIN_KINDS:
@@ -73,7 +89,7 @@ def game_kind(env_path: str | None) -> GameKind:
         why = f"PettingZoo game {module!r}" if kind != UNKNOWN else f"{module!r} is not known here"
         return GameKind(kind, why)
     if _CALLABLE.fullmatch(env_path):
-        return GameKind(UNKNOWN, f"{env_path!r} is a Python environment of unknown kind")
+        return _callable_kind(env_path, os.getcwd())
     return GameKind(CONTROL, f"{env_path!r} is a Unity build")
 
 
@@ -98,3 +114,32 @@ def _openspiel_kind(game_string: str) -> GameKind:
     return GameKind(
         IMPERFECT_INFORMATION, f"OpenSpiel says {game_string!r} has imperfect information"
     )
+
+
+def kind_of(game: EnvironmentSettings | str | None) -> GameKind:
+    """The kind of a run's game: its ``env_settings`` (a declared ``game_kind`` first), or an
+    ``env_path`` alone."""
+    if isinstance(game, EnvironmentSettings):
+        return game_kind(game.env_path, game.game_kind)
+    return game_kind(game)
+
+
+@functools.lru_cache(maxsize=32)
+def _callable_kind(env_path: str, folder: str) -> GameKind:
+    """The kind a ``module:callable`` declares with its ``game_kind`` attribute, else unknown
+    (imported from ``folder``, the current folder, as the environment itself will be)."""
+    match = _CALLABLE.fullmatch(env_path)
+    assert match is not None
+    source = CallableEnv(**match.groupdict(), search_path=folder)
+    try:
+        kind = declared_kind(source.load())
+    except EnvironmentSourceError:
+        kind = None  # resolving the environment reports a bad path with its own message
+    except UnknownGameKindError as error:
+        raise ConfigError(f"env_path {env_path!r}: {error}") from None
+    if kind is None:
+        return GameKind(
+            UNKNOWN,
+            f"{env_path!r} is a Python environment that declares no game_kind",
+        )
+    return GameKind(kind, f"{env_path!r} declares game_kind {kind!r}")

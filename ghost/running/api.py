@@ -21,6 +21,7 @@ import attrs
 import torch
 from mlagents_envs.base_env import BaseEnv
 
+from envs.game_kind import declared_kind
 from envs.mlagents_protobuf import describe_protobuf
 from envs.openspiel import OpenSpielSource
 from envs.pettingzoo import PettingZooSource
@@ -323,5 +324,8 @@ def train(
     given = {key: value for key, value in keywords.items() if value is not None}
     env_path = _recorded_env_path(env)
     recorded = {"env_settings.env_path": env_path} if env_path is not None else {}
+    kind = None if env is None or isinstance(env, str | os.PathLike) else declared_kind(env)
+    if kind is not None:  # an environment object that says what it is (envs.game_kind)
+        recorded["env_settings.game_kind"] = kind
     options = resolve_options(config, {**given, **(overrides or {}), **recorded})
     return train_options(options, _env_factory(env, options), callbacks=callbacks)

@@ -122,7 +122,7 @@ class SelfPlaySession(TrainingLoop):
         log_effects(
             {name: trainer.settings for name, trainer in self.trainers.items()},
             self.stepper.behavior_specs, training=self.training,
-            env_path=self.options.env_settings.env_path,
+            game=self.options.env_settings,
         )  # fmt: skip
         self.lessons.warn_unknown_behaviors(self.trainers)
         if self.lessons.curriculum.lessons != initial:  # a resumed run continues its lessons
