@@ -128,3 +128,15 @@ def test_a_run_records_auto_with_its_keys_and_resumes_with_the_same(tmp_path, ca
     assert not [m for m in caplog.messages if "changed" in m and "magnet" in m]
     resumed = load_options(tmp_path / "auto" / "configuration.yaml")
     assert _hyperparameters(resumed, "leduc_poker") == (0.2, 0.003)
+
+
+def test_a_written_value_equal_to_the_default_keeps_it(tmp_path):
+    pytest.importorskip("pyspiel", reason="OpenSpiel is an optional extra (open-spiel)")
+    config = yaml.safe_load(_leduc(tmp_path).read_text())
+    hyperparameters = config["behaviors"]["leduc_poker"]["hyperparameters"]
+    hyperparameters["magnet_strength"] = 0.0  # ML-Agents' value, written on purpose
+    hyperparameters["magnet_rate"] = 0.05
+    path = tmp_path / "written.yaml"
+    path.write_text(yaml.safe_dump(config))
+    for source in (config, str(path)):
+        assert _hyperparameters(resolve_options(source), "leduc_poker") == (0.0, 0.05)

@@ -22,23 +22,44 @@ from envs.settings import EnvironmentSettings
 from ghost.config.presets import AUTO, auto_choice, preset_values
 from ghost.config.settings import BehaviorSettings, RunOptions
 
+#: which keys a configuration wrote, as dotted paths from its top (``behaviors.B.self_play``);
+#: None when only the structured settings are known
+Written = frozenset[str] | None
 
-def with_auto_presets(options: RunOptions) -> RunOptions:
+
+def written_paths(raw: Any) -> frozenset[str]:
+    """Every key path a parsed YAML document writes (``behaviors.B.hyperparameters.beta``)."""
+    if not isinstance(raw, Mapping):
+        return frozenset()
+    paths: set[str] = set()
+    for key, value in raw.items():
+        paths.add(str(key))
+        paths.update(f"{key}.{inner}" for inner in written_paths(value))
+    return frozenset(paths)
+
+
+def with_auto_presets(options: RunOptions, written: Written = None) -> RunOptions:
     """``options`` with every self-play behavior's absent or ``auto`` preset filled in
-    (``default_settings`` too)."""
+    (``default_settings`` too). ``written``: the keys the configuration wrote, which keep their
+    values even where they equal a default; without it, a key keeps a value that is not its
+    default."""
     game = options.env_settings
     behaviors = {
-        name: with_auto_preset(settings, game) for name, settings in options.behaviors.items()
+        name: with_auto_preset(settings, game, _below(written, f"behaviors.{name}"))
+        for name, settings in options.behaviors.items()
     }
     default = options.default_settings
     if default is not None:
-        default = with_auto_preset(default, game)
+        default = with_auto_preset(default, game, _below(written, "default_settings"))
     return attrs.evolve(options, behaviors=behaviors, default_settings=default)
 
 
-def with_auto_preset(settings: BehaviorSettings, game: EnvironmentSettings) -> BehaviorSettings:
+def with_auto_preset(
+    settings: BehaviorSettings, game: EnvironmentSettings, written: Written = None
+) -> BehaviorSettings:
     """``settings`` with its absent or ``auto`` preset filled in for ``game`` (unchanged without
-    ``self_play`` or with another preset)."""
+    ``self_play`` or with another preset). ``written``: the keys of this behavior's section the
+    configuration wrote (``hyperparameters.beta``)."""
     self_play = getattr(settings, "self_play", None)
     if self_play is None or self_play.preset not in (None, AUTO):
         return settings
@@ -46,22 +67,37 @@ def with_auto_preset(settings: BehaviorSettings, game: EnvironmentSettings) -> B
     if auto_choice(game).preset is None:
         return settings
     for dotted, value in preset_values(AUTO, settings.trainer_type, game).items():
-        settings = _set_if_default(settings, dotted.split("."), value)
+        if written is not None and dotted in written:
+            continue
+        settings = _set_unwritten(settings, dotted.split("."), value, check_default=written is None)
     return settings
 
 
-def _set_if_default(holder: Any, path: list[str], value: Any) -> Any:
-    """``holder`` with the value at ``path`` set to ``value`` where it holds its default (an
-    entry a mapping lacks, such as a reward signal the behavior does not have, stays absent)."""
+def _below(written: Written, prefix: str) -> Written:
+    if written is None:
+        return None
+    start = f"{prefix}."
+    return frozenset(path[len(start) :] for path in written if path.startswith(start))
+
+
+def _set_unwritten(holder: Any, path: list[str], value: Any, *, check_default: bool) -> Any:
+    """``holder`` with the value at ``path`` set to ``value`` (with ``check_default``: only where
+    it holds its default). An entry a mapping lacks, such as a reward signal the behavior does
+    not have, stays absent."""
     name, rest = path[0], path[1:]
     if isinstance(holder, Mapping):
         if name not in holder:
             return holder
-        return {**holder, name: _set_if_default(holder[name], rest, value)}
+        inner = _set_unwritten(holder[name], rest, value, check_default=check_default)
+        return {**holder, name: inner}
     current = getattr(holder, name)
     if rest:
-        return attrs.evolve(holder, **{name: _set_if_default(current, rest, value)})
-    default = attrs.fields_dict(type(holder))[name].default
-    if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-        default = default.factory()
-    return attrs.evolve(holder, **{name: value}) if current == default else holder
+        inner = _set_unwritten(current, rest, value, check_default=check_default)
+        return attrs.evolve(holder, **{name: inner})
+    if check_default:
+        default = attrs.fields_dict(type(holder))[name].default
+        if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+            default = default.factory()
+        if current != default:
+            return holder
+    return attrs.evolve(holder, **{name: value})

@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 import yaml
 
-from ghost.config.auto_preset import with_auto_presets
+from ghost.config.auto_preset import with_auto_presets, written_paths
 from ghost.config.settings import (
     BehaviorSettings,
     CheckpointSettings,
@@ -260,8 +260,9 @@ def resolve_options(
     """
     overrides = dict(overrides or {})
     max_steps = overrides.pop(MAX_STEPS_KEY, None)
+    recorded = None
     if config is None and overrides.get("checkpoint_settings.resume"):
-        config = _run_own_configuration(overrides)
+        config = recorded = _run_own_configuration(overrides)
     if config is None and overrides.get("env_settings.env_path"):
         config = _shipped_configuration(str(overrides["env_settings.env_path"]))
     options = apply_overrides(_read_config(config), overrides, labels=labels)
@@ -277,7 +278,22 @@ def resolve_options(
         changes["env_settings"] = attrs.evolve(options.env_settings, seed=seed)
     if deterministic:
         changes.update(_deterministic_behaviors(options))
-    return with_auto_presets(attrs.evolve(options, **changes))
+    options = attrs.evolve(options, **changes)
+    if recorded is not None:
+        return options  # the run's own record already holds what its preset set
+    return with_auto_presets(options, _written(config, overrides))
+
+
+def _written(config: ConfigSource, overrides: Mapping[str, Any]) -> frozenset[str] | None:
+    """The key paths ``config`` and ``overrides`` write (None for settings given structured)."""
+    if isinstance(config, RunOptions):
+        return None
+    raw = read_yaml(config) if isinstance(config, str | os.PathLike) else config or {}
+    paths = set(written_paths(raw))
+    for key in overrides:
+        parts = key.split(".")
+        paths.update(".".join(parts[: i + 1]) for i in range(len(parts)))
+    return frozenset(paths)
 
 
 def _run_own_configuration(overrides: Mapping[str, Any]) -> ConfigSource:
