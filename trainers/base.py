@@ -150,10 +150,15 @@ class ArenaPolicy(Policy):
 
 
 class ExperienceQueue:
-    """Step batches of one behavior id on their way from the environment to a trainer."""
+    """Step batches of one behavior id on their way from the environment to a trainer.
 
-    def __init__(self, behavior_id: BehaviorId) -> None:
+    ``counts_steps=False``: extra experience (another team's, acted by a copy of the learner):
+    the trainer learns from it, but it adds no trainer steps and no episode statistics.
+    """
+
+    def __init__(self, behavior_id: BehaviorId, *, counts_steps: bool = True) -> None:
         self.behavior_id = behavior_id
+        self.counts_steps = counts_steps
         self._items: deque[StepBatch] = deque()
 
     def put(self, batch: StepBatch) -> None:
@@ -276,6 +281,10 @@ class Trainer(abc.ABC):
     @abc.abstractmethod
     def end_episode(self) -> None:
         """Forget partial trajectories (the environments are about to be reset)."""
+
+    def forget_partial(self, behavior_id: BehaviorId) -> None:  # noqa: B027 - optional hook
+        """Forget ``behavior_id``'s partial trajectories: its experience stops arriving for a
+        while, and what arrives later must not continue them. Nothing by default."""
 
     # -- persistence -----------------------------------------------------------------------
     @abc.abstractmethod

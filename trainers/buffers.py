@@ -52,9 +52,14 @@ class RolloutBuffer:
             start += len(chunk)
         return data, next_index, bounds
 
-    def cut_links(self) -> None:
-        """No transition added from now on continues one already stored (environments reset)."""
-        self._last_row_of_slot[:] = -1
+    def cut_links(self, slots: np.ndarray | None = None) -> None:
+        """No transition added from now on continues one already stored (environments reset);
+        only for the agents in ``slots`` when given."""
+        if slots is None:
+            self._last_row_of_slot[:] = -1
+            return
+        slots = slots[slots < len(self._last_row_of_slot)]
+        self._last_row_of_slot[slots] = -1
 
     def clear(self) -> None:
         self._chunks.clear()

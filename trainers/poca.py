@@ -151,8 +151,10 @@ class POCATrainer(PPOTrainer):
     def _take(self, transitions: Transitions) -> None:
         self.buffer.add(GroupTransitions.of(transitions))
 
-    def _on_environment_reset(self) -> None:
-        super()._on_environment_reset()
+    def _on_environment_reset(self, slots: np.ndarray | None = None) -> None:
+        super()._on_environment_reset(slots)
+        if slots is not None:
+            return
         for memories in (self.baseline_memories, *self.signal_baseline_memories.values()):
             if memories is not None:
                 memories.clear()

@@ -132,8 +132,10 @@ class PPOTrainer(RLTrainer):
     def _take(self, transitions: Transitions) -> None:
         self.buffer.add(transitions)
 
-    def _on_environment_reset(self) -> None:
-        self.buffer.cut_links()
+    def _on_environment_reset(self, slots: np.ndarray | None = None) -> None:
+        self.buffer.cut_links(slots)
+        if slots is not None:
+            return  # memory networks never take part (self_play.learn_from_latest refuses them)
         for memories in (self.critic_memories, *self.signal_memories.values()):
             if memories is not None:
                 memories.clear()

@@ -107,10 +107,11 @@ class RLTrainer(Trainer):
                 if assembler is None:
                     continue
                 transitions, episodes = assembler.add(batch)
-                if episodes is not None:
+                if episodes is not None and queue.counts_steps:
                     self._record_episodes(episodes)
                 if transitions is not None and self.should_still_train:
-                    self._step += len(transitions)
+                    if queue.counts_steps:
+                        self._step += len(transitions)
                     if not self.training:
                         continue
                     self._take(transitions)
@@ -131,8 +132,16 @@ class RLTrainer(Trainer):
             assembler.reset()
         self._on_environment_reset()
 
-    def _on_environment_reset(self) -> None:
-        """Stored experience must not link to what comes after the reset."""
+    def forget_partial(self, behavior_id: BehaviorId) -> None:
+        assembler = self.assemblers.get(behavior_id)
+        if assembler is None:
+            return
+        assembler.reset()
+        self._on_environment_reset(assembler.slots())
+
+    def _on_environment_reset(self, slots: np.ndarray | None = None) -> None:
+        """Stored experience must not link to what comes after the reset (of the agents in
+        ``slots`` only, when given)."""
 
     def scaled_rewards(self, transitions: Transitions) -> np.ndarray:
         return transitions.rewards * self.settings.reward_strength

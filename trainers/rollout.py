@@ -157,6 +157,11 @@ class TransitionAssembler:
         self._id_cache[kind] = (agent_ids.copy(), slots)
         return slots
 
+    def slots(self) -> np.ndarray:
+        """The slots of every agent this assembler has seen."""
+        key = self._table_key
+        return np.asarray([s for (k, _), s in self._slot_of.items() if k == key], dtype=np.int64)
+
     def reset(self) -> None:
         """Forget every pending action and running episode (environments are being reset)."""
         self._pending[:] = False

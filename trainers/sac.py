@@ -242,7 +242,7 @@ class SACTrainer(RLTrainer):
         for network in (self.policy.actor, self.q1, self.q2, self.q1_target, self.q2_target):
             network.encoder.update_normalizer(obs)
 
-    def _on_environment_reset(self) -> None:
+    def _on_environment_reset(self, slots: np.ndarray | None = None) -> None:
         if isinstance(self.buffer, SequenceReplayBuffer):
             self.buffer.flush()
 

@@ -320,7 +320,7 @@ MEMORY_TRAINER_TYPES = ("ppo", "sac", "poca")
 
 def _check_memory_support(settings: BehaviorSettings, trainer_type: str) -> None:
     """``network_settings.memory`` works with the trainer types of ``MEMORY_TRAINER_TYPES``,
-    without the magnet or the distilled average policy."""
+    without the magnet, the distilled average policy or learning from the latest opponent."""
     if settings.network_settings.memory is None:
         return
     reason = None
@@ -333,6 +333,8 @@ def _check_memory_support(settings: BehaviorSettings, trainer_type: str) -> None
         reason = "memory with hyperparameters.magnet_strength > 0 is not supported yet"
     elif settings.self_play is not None and settings.self_play.average_policy.enabled:
         reason = "memory with self_play.average_policy is not supported yet"
+    elif settings.self_play is not None and settings.self_play.learn_from_latest:
+        reason = "memory with self_play.learn_from_latest is not supported yet"
     if reason is not None:
         raise (
             ConfigProblem(f"{reason}; remove the memory section", kind=UnsupportedFeatureError)

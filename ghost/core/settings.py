@@ -183,6 +183,10 @@ class SelfPlaySettings:
     seats: str = attrs.field(default="fixed", validator=attrs.validators.in_(SEAT_DEALS))
     average_policy: AveragePolicySettings = attrs.Factory(AveragePolicySettings)
     catch_up: CatchUpSettings = attrs.Factory(CatchUpSettings)
+    #: symmetric games (one behavior on several teams): while a ghosted team plays the latest
+    #: copy of the learner, its experience trains the learner too (without counting as trainer
+    #: steps), so each environment step teaches more; ML-Agents drops it (false)
+    learn_from_latest: bool = False
     #: a named combination of the keys above (``robust``); keys written beside it keep their
     #: values (``ghost.config.presets``)
     preset: str | None = None

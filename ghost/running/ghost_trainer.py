@@ -73,6 +73,10 @@ class GhostTrainer(Trainer):
         self.behavior_ids: dict[int, BehaviorId] = {}
         self.opponent_policies: dict[BehaviorId, OpponentPolicy] = {}
         self._learning_queues: dict[BehaviorId, ExperienceQueue] = {}
+        #: ``self_play.learn_from_latest``: where a ghosted team's experience reaches the
+        #: trainer while it plays the latest copy of the learner (uncounted), and which teams do
+        self._mirror_queues: dict[BehaviorId, ExperienceQueue] = {}
+        self._mirroring: set[BehaviorId] = set()
         self.average = AveragePolicy.for_settings(self.self_play, seed=trainer.seed)
         self.league = ExploiterTurns.for_behavior(state, trainer=trainer, make_trainer=make_trainer)
         self.cycle = GhostCycle(
@@ -93,6 +97,10 @@ class GhostTrainer(Trainer):
         queue = ExperienceQueue(behavior_id)
         self._learning_queues[behavior_id] = queue
         self.trainer.subscribe_trajectory_queue(queue)
+        if self.self_play.learn_from_latest:
+            mirror = ExperienceQueue(behavior_id, counts_steps=False)
+            self._mirror_queues[behavior_id] = mirror
+            self.trainer.subscribe_trajectory_queue(mirror)
         spec = self.learner.behavior_spec
         self.opponent_policies[behavior_id] = OpponentPolicy(
             make_policy=lambda: self.trainer.create_opponent_policy(behavior_id, spec)
@@ -149,6 +157,8 @@ class GhostTrainer(Trainer):
                 route = self.cycle.route(team=team, agent_steps=batch.agent_steps, experience=batch)
                 if route is Route.LEARNER:
                     self._learning_queues[batch.behavior_id].put(batch)
+                elif self._mirror_queues:
+                    self._mirror(batch)
                 if route is not Route.GHOST:
                     self.cycle.book(match_results(batch))
         self.stats.training = self.training and self.cycle.is_learning and not self.cycle.exploiting
@@ -156,9 +166,24 @@ class GhostTrainer(Trainer):
         self.cycle.after_update()
         self.stats.add(ELO, self.state.rating)
 
+    def _mirror(self, batch: StepBatch) -> None:
+        """A ghosted team's batch trains the learner while that team plays the latest copy of
+        the learner (one opponent, no exploiter turn); when it stops, its partial trajectories
+        are dropped so later experience does not continue them."""
+        behavior_id = batch.behavior_id
+        opponents = self.opponent_policies[behavior_id].opponents
+        latest = len(opponents) == 1 and opponents[0].is_latest
+        if latest and self.training and self.cycle.is_learning and not self.cycle.exploiting:
+            self._mirror_queues[behavior_id].put(batch)
+            self._mirroring.add(behavior_id)
+        elif behavior_id in self._mirroring:
+            self._mirroring.discard(behavior_id)
+            self.trainer.forget_partial(behavior_id)
+
     def on_team_change(self, change: TeamChange) -> None:
         """Learning passed to ``change.learning_team``: end an exploiter's turn, restart the
         turn count and swap."""
+        self._mirroring.clear()  # the environments are reset: every partial trajectory ends
         self.cycle.on_team_change(change)
 
     def _swap(self) -> None:
