@@ -13,6 +13,9 @@
 - ``strikers_vs_goalie``: ``Striker?team=0`` (2 agents; discrete (3, 3); 15 observations) and
   ``Goalie?team=1`` (1 agent; discrete (3, 3, 2); 13 observations); goal, save, or after 200
   steps a goalie win (never interrupted).
+- ``volley``: ``Volley?team=0`` and ``?team=1``, 1 agent each per arena; 2 continuous actions;
+  12 observations; one point per episode, rewarded only when the ball lands (no shaping),
+  interrupted after 400 steps.
 - ``rock_paper_scissors`` / ``biased_rps``: ``RockPaperScissors`` / ``BiasedRPS?team=0/1``,
   1 agent each; discrete (3,); observation ``[1.0]``; one round per step.
 
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from envs import matrix_games, soccer, strikers_vs_goalie, tennis
+from envs import matrix_games, soccer, strikers_vs_goalie, tennis, volley
 from envs.behavior_id import BehaviorId
 from envs.scripted import ScriptedPolicy
 from envs.vector_game import VectorGame
@@ -32,6 +35,7 @@ BUILTIN_GAMES: dict[str, Callable[..., VectorGame]] = {
     "tennis": tennis.make_env,
     "soccer": soccer.make_env,
     "strikers_vs_goalie": strikers_vs_goalie.make_env,
+    "volley": volley.make_env,
     "rock_paper_scissors": matrix_games.make_rock_paper_scissors,
     "biased_rps": matrix_games.make_biased_rps,
 }
@@ -40,6 +44,7 @@ _GAME_CLASSES: dict[str, type[VectorGame]] = {
     "tennis": tennis.Tennis,
     "soccer": soccer.SoccerTwos,
     "strikers_vs_goalie": strikers_vs_goalie.StrikersVsGoalie,
+    "volley": volley.Volley,
     "rock_paper_scissors": matrix_games.RockPaperScissors,
     "biased_rps": matrix_games.BiasedRPS,
 }
@@ -49,6 +54,7 @@ _LEVELS: dict[str, dict] = {
     "tennis": tennis.SCRIPTED_LEVELS,
     "soccer": soccer.SCRIPTED_LEVELS,
     "strikers_vs_goalie": strikers_vs_goalie.SCRIPTED_LEVELS,
+    "volley": volley.SCRIPTED_LEVELS,
     **matrix_games.SCRIPTED_LEVELS,
 }
 

@@ -21,6 +21,7 @@ GAMES = sorted(BUILTIN_GAMES)
 EXPECTED = {
     # game: {behavior: (agents per arena, obs size, continuous size, discrete branches)}
     "tennis": {"Tennis?team=0": (1, 10, 2, ()), "Tennis?team=1": (1, 10, 2, ())},
+    "volley": {"Volley?team=0": (1, 12, 2, ()), "Volley?team=1": (1, 12, 2, ())},
     "soccer": {"SoccerTwos?team=0": (2, 16, 0, (3, 3)), "SoccerTwos?team=1": (2, 16, 0, (3, 3))},
     "strikers_vs_goalie": {
         "Striker?team=0": (2, 15, 0, (3, 3)),

@@ -43,6 +43,7 @@ _BUILTIN_KINDS = {
     "tennis": CONTROL,
     "soccer": CONTROL,
     "strikers_vs_goalie": CONTROL,
+    "volley": CONTROL,
     "rock_paper_scissors": MATRIX,
     "biased_rps": MATRIX,
 }
