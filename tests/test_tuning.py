@@ -320,6 +320,23 @@ def test_an_openspiel_trial_reports_the_runs_own_exploitability(tmp_path, capsys
     assert "exploitability (lower is better)" in out and "best config:" in out
 
 
+def test_an_exploiter_judges_a_game_configured_by_default_settings_only(tmp_path, capsys):
+    """``--env GAME`` alone names no behavior; its exploiter still trains --exploiter-steps steps
+    against the trial's final policy."""
+    where = ["--results-dir", str(tmp_path), "--study-name", "kuhn"]
+    flags = ["--yardstick", "exploiter", "--exploiter-steps", "300", "--games", "8"]
+    game = ["--env", "openspiel:kuhn_poker", "--steps", "1000", "--trials", "1"]
+    assert cli.main([*game, *flags, *where]) == 0, capsys.readouterr().err
+    (trial,) = load(tmp_path, "kuhn").trials
+    assert trial.state == TrialState.COMPLETE and trial.value is not None
+    exploiter = tmp_path / "kuhn/trials/trial-0000/seed-0/exploiters/exploiter-300-seed0"
+    config = yaml.safe_load((exploiter / "configuration.yaml").read_text())
+    (fixed,) = config["behaviors"]["kuhn_poker"]["self_play"]["fixed_opponents"]
+    assert fixed["policy"].endswith("seed-0/kuhn_poker.pt")
+    index = yaml.safe_load((exploiter / "checkpoint.json").read_text())
+    assert 300 <= index["behaviors"]["kuhn_poker"]["step"] < 300 + 512
+
+
 def test_study_flags_without_a_config_are_refused(tmp_path, capsys):
     assert cli.main(["--study-name", "x", "--steps", "100", "--results-dir", str(tmp_path)]) == 2
     assert "--steps describe(s) a study" in capsys.readouterr().err

@@ -28,7 +28,7 @@ from ghost.tuning.report import progress_line, write_report
 from ghost.tuning.settings import TuneSettings
 from ghost.tuning.space import SearchSpace, check_space, load_space_file
 from ghost.tuning.study import counted_trials, make_pruner, open_study, run_study, storage_url
-from ghost.tuning.yardsticks import EXPLOITER, make_yardstick, resolve_yardstick
+from ghost.tuning.yardsticks import make_yardstick, resolve_yardstick
 
 
 # -- building the study's settings ---------------------------------------------------------------
@@ -91,18 +91,10 @@ def study_settings(args: argparse.Namespace) -> TuneSettings:
     check_space(space, raw, source=args.space or "(built-in)")
     if not space.parameters:
         raise ConfigError("the search space is empty; give --space FILE with at least one key path")
-    yardstick = resolve_yardstick(args.yardstick, env_path)
-    if yardstick == EXPLOITER and not raw.get("behaviors"):
-        # ghost-eval exploit trains exploiters for the behaviors the run's config names only
-        raise ConfigError(
-            f"--yardstick exploiter: {args.config or args.env} names no behavior, and an "
-            "exploiter trains the behaviors a run's config names; write the settings under "
-            "behaviors: {<behavior name>: ...} instead of default_settings"
-        )
     return TuneSettings(
         base_config=raw,
         space=space,
-        yardstick=yardstick,
+        yardstick=resolve_yardstick(args.yardstick, env_path),
         steps=steps,
         seeds=tuple(first_seed + index for index in range(args.seeds_per_trial)),
         reports=args.reports,
