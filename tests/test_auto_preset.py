@@ -11,6 +11,7 @@ import yaml
 from ghost.config.effects import preset_line
 from ghost.config.game_kinds import game_kind
 from ghost.config.loader import load_options, resolve_options
+from ghost.config.presets import PRESETS
 from ghost.exceptions import ConfigError
 
 
@@ -56,6 +57,13 @@ def _leduc(tmp_path, **self_play):
     return path
 
 
+#: the magnet of the preset ``auto`` picks for card games
+CARD_MAGNET = (
+    PRESETS["imperfect_information"].hyperparameters["magnet_strength"],
+    PRESETS["imperfect_information"].hyperparameters["magnet_rate"],
+)
+
+
 def _hyperparameters(options, name):
     hp = options.behaviors[name].hyperparameters
     return hp.magnet_strength, hp.magnet_rate
@@ -65,12 +73,12 @@ def test_a_card_game_without_a_preset_gets_the_imperfect_information_one(tmp_pat
     pytest.importorskip("pyspiel", reason="OpenSpiel is an optional extra (open-spiel)")
     options = resolve_options(str(_leduc(tmp_path)))
     assert options.behaviors["leduc_poker"].self_play.preset == "auto"
-    assert _hyperparameters(options, "leduc_poker") == (0.2, 0.003)
+    assert _hyperparameters(options, "leduc_poker") == CARD_MAGNET
     line = preset_line(
         "leduc_poker", options.behaviors["leduc_poker"], options.env_settings.env_path
     )
     assert "imperfect information game" in line and "'imperfect_information'" in line
-    assert "magnet_strength = 0.2" in line
+    assert f"magnet_strength = {CARD_MAGNET[0]}" in line
 
 
 def test_written_keys_win_and_preset_none_keeps_mlagents_settings(tmp_path):
@@ -78,8 +86,8 @@ def test_written_keys_win_and_preset_none_keeps_mlagents_settings(tmp_path):
     config = yaml.safe_load(_leduc(tmp_path).read_text())
     config["behaviors"]["leduc_poker"]["hyperparameters"]["magnet_strength"] = 0.1
     written = resolve_options(config)
-    assert _hyperparameters(written, "leduc_poker") == (0.1, 0.003)
-    assert "(yours; the preset's: 0.2)" in preset_line(
+    assert _hyperparameters(written, "leduc_poker") == (0.1, CARD_MAGNET[1])
+    assert f"(yours; the preset's: {CARD_MAGNET[0]})" in preset_line(
         "leduc_poker", written.behaviors["leduc_poker"], written.env_settings.env_path
     )
     plain = resolve_options(str(_leduc(tmp_path, preset="none")))
@@ -87,15 +95,18 @@ def test_written_keys_win_and_preset_none_keeps_mlagents_settings(tmp_path):
     assert preset_line("leduc_poker", plain.behaviors["leduc_poker"]) is None
 
 
-def test_control_and_board_games_keep_mlagents_settings_and_say_why():
-    for config, name, kind in [
-        ("config/tennis.yaml", "Tennis", "a control game"),
-        ("config/tictactoe.yaml", "tictactoe", "a board game"),
-    ]:
-        options = resolve_options(config)
-        assert _hyperparameters(options, name) == (0.0, 0.05)
-        line = preset_line(name, options.behaviors[name], options.env_settings.env_path)
-        assert kind in line and "ML-Agents' settings" in line
+def test_board_games_keep_mlagents_settings_and_control_games_learn_from_the_latest_copy():
+    board = resolve_options("config/tictactoe.yaml")
+    assert _hyperparameters(board, "tictactoe") == (0.0, 0.05)
+    assert not board.behaviors["tictactoe"].self_play.learn_from_latest
+    line = preset_line("tictactoe", board.behaviors["tictactoe"], board.env_settings)
+    assert "a board game" in line and "ML-Agents' settings" in line
+    control = resolve_options("config/tennis.yaml")
+    assert _hyperparameters(control, "Tennis") == (0.0, 0.05)  # no magnet
+    assert control.behaviors["Tennis"].self_play.learn_from_latest
+    line = preset_line("Tennis", control.behaviors["Tennis"], control.env_settings)
+    assert "a control game" in line and "'sample_efficient'" in line
+    assert "self_play.learn_from_latest = True" in line
 
 
 def test_the_env_flag_decides_the_kind_not_the_config_file(tmp_path):
@@ -105,7 +116,7 @@ def test_the_env_flag_decides_the_kind_not_the_config_file(tmp_path):
 
 
 def test_an_unknown_preset_lists_auto_and_none():
-    with pytest.raises(ConfigError, match="auto, imperfect_information, none, robust"):
+    with pytest.raises(ConfigError, match="auto, imperfect_information, none, robust, sample_efficient"):
         resolve_options({"behaviors": {"B": {"self_play": {"preset": "strongest"}}}})
 
 
@@ -121,13 +132,13 @@ def test_a_run_records_auto_with_its_keys_and_resumes_with_the_same(tmp_path, ca
     )
     recorded = load_options(tmp_path / "auto" / "configuration.yaml")
     assert recorded.behaviors["leduc_poker"].self_play.preset == "auto"
-    assert _hyperparameters(recorded, "leduc_poker") == (0.2, 0.003)
+    assert _hyperparameters(recorded, "leduc_poker") == CARD_MAGNET
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="ghost"):
         ghost.train(None, run_id="auto", results_dir=str(tmp_path), max_steps=1200, resume=True)
     assert not [m for m in caplog.messages if "changed" in m and "magnet" in m]
     resumed = load_options(tmp_path / "auto" / "configuration.yaml")
-    assert _hyperparameters(resumed, "leduc_poker") == (0.2, 0.003)
+    assert _hyperparameters(resumed, "leduc_poker") == CARD_MAGNET
 
 
 def test_a_written_value_equal_to_the_default_keeps_it(tmp_path):
