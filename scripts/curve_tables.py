@@ -8,7 +8,17 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-LABELS = {"ours": "ours", "mlagents": "ML-Agents"}
+
+def _order(trainer: str) -> int:
+    """Ours first, ours with ML-Agents' settings next, ML-Agents last."""
+    return list(LABELS).index(trainer) if trainer in LABELS else len(LABELS)
+
+
+LABELS = {
+    "ours": "ours",
+    "ours-mlagents-settings": "ours, ML-Agents' settings",
+    "mlagents": "ML-Agents",
+}
 _GROUP = ("game", "mode", "opponent", "budget", "behavior", "yardstick", "games", "eval_seed")
 
 
@@ -37,7 +47,7 @@ def _walls(rows: list[dict[str, Any]], game: str, mode: str, opponent: Any, budg
             codes.add(row.get("code") or "not recorded")
     parts = [
         f"{LABELS.get(trainer, trainer)} {_cell(by_seed, sorted(by_seed), digits=0)}"
-        for trainer, by_seed in sorted(walls.items(), key=lambda item: item[0] != "ours")
+        for trainer, by_seed in sorted(walls.items(), key=lambda item: _order(item[0]))
     ]
     code = f"; code: {', '.join(sorted(codes))}" if codes else ""
     return (
@@ -53,7 +63,7 @@ def summarize(
     lines: list[str] = []
     for key, group in _groups(rows).items():
         game, mode, opponent, budget, behavior, yardstick, games, eval_seed = key
-        trainers = sorted({r["trainer"] for r in group}, key=lambda t: t != "ours")
+        trainers = sorted({r["trainer"] for r in group}, key=_order)
         seeds = sorted({r["seed"] for r in group})
         values: dict[tuple[int, str], dict[int, float]] = defaultdict(dict)
         for row in group:
@@ -91,7 +101,7 @@ def plot_curves(rows: list[dict[str, Any]], path: Path, *, metric: str = "score"
     columns = min(len(groups), 2)
     count = (len(groups) + columns - 1) // columns
     figure, axes = plt.subplots(count, columns, figsize=(6 * columns, 3.6 * count), squeeze=False)
-    colors = {"ours": "tab:blue", "mlagents": "tab:orange"}
+    colors = {"ours": "tab:blue", "ours-mlagents-settings": "tab:green", "mlagents": "tab:orange"}
     for axis, (key, group) in zip(axes.flat, groups.items(), strict=False):
         game, mode, opponent, _, behavior, yardstick, _, _ = key
         for trainer in sorted({r["trainer"] for r in group}):

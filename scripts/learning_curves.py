@@ -65,7 +65,10 @@ PEER_PYTHON = Path(os.environ.get("PEER_PYTHON", "/tmp/peer-mlagents/bin/python"
 PEER_SCRIPT = ROOT.parent / "shared" / "peers" / "mlagents_run.py"
 CHECKPOINTS = 8
 MAX_ARENAS = 256
-TRAINERS = ("ours", "mlagents")
+#: ``ours-mlagents-settings``: ours with ``self_play.preset: none`` (ML-Agents' settings, not
+#: what ``preset: auto`` picks for the game), to tell the trainer from the preset
+TRAINERS = ("ours", "ours-mlagents-settings", "mlagents")
+OURS = ("ours", "ours-mlagents-settings")
 MODES = ("selfplay", "fixed")
 
 
@@ -155,6 +158,8 @@ def run_config(run: Run) -> dict[str, Any]:
         settings["summary_freq"] = min(settings.get("summary_freq", 10000), run.interval)
         if run.mode == "fixed":
             settings.pop("self_play", None)
+        elif run.trainer == "ours-mlagents-settings":
+            settings.setdefault("self_play", {})["preset"] = "none"
     config.setdefault("env_settings", {})["env_path"] = (
         run.game if run.mode == "selfplay" else env_spec(run.game, run.mode, run.opponent)
     )
@@ -170,7 +175,7 @@ def train(run: Run, folder: Path) -> dict[str, Any] | None:
     folder.mkdir(parents=True, exist_ok=True)
     config_path = folder / "config.yaml"
     config_path.write_text(yaml.safe_dump(run_config(run), sort_keys=False))
-    if run.trainer == "ours":
+    if run.trainer in OURS:
         command = [sys.executable, "-c", "from ghost.running.cli import main; main()",
                    str(config_path), "--run-id", "run", "--results-dir", str(folder / "ours"),
                    "--seed", str(run.seed), "--force"]  # fmt: skip
@@ -209,7 +214,7 @@ def code_version() -> str:
 
 def checkpoint_files(run: Run, folder: Path, behavior: str) -> dict[int, Path]:
     """``{step: file}`` of every checkpoint of ``behavior`` that ``run`` wrote."""
-    if run.trainer == "ours":
+    if run.trainer in OURS:
         where = folder / "ours" / "run" / behavior / "checkpoints"
     else:
         where = folder / "mlagents" / "peer" / behavior
@@ -238,7 +243,7 @@ def by_nominal(files: dict[int, Path], interval: int) -> dict[int, tuple[int, Pa
 # -- scoring -------------------------------------------------------------------------------------
 def player(run: Run, path: Path, eval_seed: int) -> Any:
     """What ``evaluate`` seats for a checkpoint: our policy file, or ML-Agents' actor."""
-    if run.trainer == "ours":
+    if run.trainer in OURS:
         return str(path)
     from mlagents_actor import MLAgentsActor
 
