@@ -131,3 +131,61 @@ def plot_curves(rows: list[dict[str, Any]], path: Path, *, metric: str = "score"
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
+
+
+def take_off_steps(rows: list[dict[str, Any]], *, level: str) -> dict[tuple, dict[str, Any]]:
+    """Per run (game, mode, behavior, trainer, seed): its **take-off step**, the first checkpoint
+    from which the score against ``level`` stays positive (more wins than losses at it and at
+    every later checkpoint), or None when it never does within the budget."""
+    curves: dict[tuple, dict[int, int]] = defaultdict(dict)
+    budgets: dict[tuple, int] = {}
+    for row in rows:
+        if row.get("kind") != "score" or row["yardstick"] != level:
+            continue
+        run = (row["game"], row["mode"], row["behavior"], row["trainer"], row["seed"])
+        curves[run][row["nominal"]] = row["wins"] - row["losses"]
+        budgets[run] = row["budget"]
+    found: dict[tuple, dict[str, Any]] = {}
+    for run, curve in curves.items():
+        steps = sorted(curve)
+        take_off = None
+        for index, step in enumerate(steps):
+            if all(curve[later] > 0 for later in steps[index:]):
+                take_off = step
+                break
+        found[run] = {"take_off": take_off, "budget": budgets[run]}
+    return found
+
+
+def take_off_table(rows: list[dict[str, Any]], *, level: str) -> str:
+    """A markdown table: per game, behavior and trainer, each seed's take-off step and the median
+    (a run that never took off counts as its budget, marked ``>``)."""
+    found = take_off_steps(rows, level=level)
+    by_trainer: dict[tuple, dict[int, dict[str, Any]]] = defaultdict(dict)
+    for (game, mode, behavior, trainer, seed), value in found.items():
+        by_trainer[(game, mode, behavior, trainer)][seed] = value
+    lines = [
+        f"take-off against `{level}`: the first checkpoint from which wins outnumber losses at "
+        "every later checkpoint",
+        "",
+        "| game | behavior | trainer | take-off per seed | median | never took off |",
+        "|---|---|---|---|---|---|",
+    ]
+    for (game, mode, behavior, trainer), seeds in sorted(
+        by_trainer.items(), key=lambda item: (item[0][:3], _order(item[0][3]))
+    ):
+        counted = [
+            v["take_off"] if v["take_off"] is not None else v["budget"] for v in seeds.values()
+        ]
+        cells = ", ".join(
+            f"{seed}: {v['take_off']:,}"
+            if v["take_off"] is not None
+            else f"{seed}: >{v['budget']:,}"
+            for seed, v in sorted(seeds.items())
+        )
+        never = sum(v["take_off"] is None for v in seeds.values())
+        lines.append(
+            f"| {game} ({mode}) | {behavior} | {LABELS.get(trainer, trainer)} | {cells} | "
+            f"{statistics.median(counted):,.0f} | {never} of {len(seeds)} |"
+        )
+    return "\n".join(lines)

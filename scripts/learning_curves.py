@@ -59,7 +59,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from curve_tables import plot_curves, summarize  # noqa: E402
+from curve_tables import plot_curves, summarize, take_off_table  # noqa: E402
 
 PEER_PYTHON = Path(os.environ.get("PEER_PYTHON", "/tmp/peer-mlagents/bin/python"))
 PEER_SCRIPT = ROOT.parent / "shared" / "peers" / "mlagents_run.py"
@@ -355,6 +355,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--work", type=Path, default=None,
                         help="run folders (configs, checkpoints, logs); default: beside --out")  # fmt: skip
     parser.add_argument("--summary", action="store_true", help="only print the tables of --out")
+    parser.add_argument(
+        "--take-off",
+        dest="take_off",
+        default=None,
+        metavar="LEVEL",
+        help="with --summary: also each run's take-off step against LEVEL (the "
+        "first checkpoint from which wins outnumber losses to the end)",
+    )
     parser.add_argument("--metric", default="score", choices=["score", "win_rate"])
     parser.add_argument("--plot", type=Path, default=None, help="also draw the curves (PNG)")
     args = parser.parse_args(argv)
@@ -383,6 +391,8 @@ def main(argv: list[str] | None = None) -> None:
     rows = read_rows(args.out)
     notes = {game: entry.note for game, entry in GAMES.items() if entry.note}
     print(summarize(rows, metric=args.metric, notes=notes))
+    if args.take_off is not None:
+        print(take_off_table(rows, level=args.take_off))
     if args.plot is not None:
         plot_curves(rows, args.plot, metric=args.metric)
         log(f"plot written to {args.plot}")

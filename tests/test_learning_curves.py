@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import learning_curves as curves  # noqa: E402
-from curve_tables import summarize  # noqa: E402
+from curve_tables import summarize, take_off_steps  # noqa: E402
 from mlagents_actor import MLAgentsActor  # noqa: E402
 
 #: the ML-Agents 1.1 venv that ``../shared/peers/setup-mlagents.sh`` builds (``PEER_VENV``)
@@ -189,3 +189,20 @@ def test_smoke_mlagents_side_reads_its_checkpoints(tmp_path: Path, monkeypatch) 
     assert len(nominal) >= 6 and len(set(nominal)) == len(nominal)
     assert set(nominal) <= {100 * k for k in range(1, 9)}
     assert {r["trainer"] for r in scores} == {"mlagents"} and all(r["games"] == 4 for r in scores)
+
+
+def test_take_off_is_the_first_checkpoint_from_which_the_score_stays_positive():
+    def row(seed: int, nominal: int, wins: int, losses: int) -> dict:
+        return {"kind": "score", "game": "volley", "mode": "selfplay", "behavior": "Volley",
+                "trainer": "ours", "seed": seed, "budget": 400, "nominal": nominal,
+                "yardstick": "medium", "wins": wins, "losses": losses}  # fmt: skip
+
+    rows = [
+        *(row(0, n, w, l) for n, w, l in [(100, 1, 9), (200, 6, 4), (300, 4, 5), (400, 7, 2)]),
+        *(row(1, n, w, l) for n, w, l in [(100, 6, 4), (200, 7, 3), (300, 8, 2), (400, 9, 1)]),
+        *(row(2, n, w, l) for n, w, l in [(100, 1, 9), (200, 2, 8), (300, 6, 4), (400, 4, 6)]),
+    ]
+    found = take_off_steps(rows, level="medium")
+    assert found[("volley", "selfplay", "Volley", "ours", 0)]["take_off"] == 400  # dipped at 300
+    assert found[("volley", "selfplay", "Volley", "ours", 1)]["take_off"] == 100
+    assert found[("volley", "selfplay", "Volley", "ours", 2)]["take_off"] is None
