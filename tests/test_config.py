@@ -469,7 +469,9 @@ DUEL = {BehaviorId("Duel", 0): spec(), BehaviorId("Duel", 1): spec()}
 def test_two_teams_self_play_with_the_defaults_when_the_config_has_none(caplog):
     with caplog.at_level(logging.INFO, logger="ghost"):
         defaulted = match_behaviors(options_from_dict({"behaviors": {"Duel": {}}}), DUEL)
-    assert defaulted["Duel"].self_play == SelfPlaySettings(preset="auto")
+    # no env_path names the game: an unknown kind, for which auto picks `robust`
+    assert defaulted["Duel"].self_play == SelfPlaySettings(preset="auto", learn_from_latest=True)
+    assert defaulted["Duel"].hyperparameters.magnet_strength == 0.3
     assert "self-play is on with ML-Agents' default settings" in caplog.text
     resolved = match_behaviors(options_from_dict({"behaviors": {"Duel": {"self_play": {}}}}), DUEL)
     assert resolved["Duel"].self_play == SelfPlaySettings()

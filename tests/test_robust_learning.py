@@ -23,7 +23,7 @@ def leduc(tmp_path, name: str, **self_play) -> float:
     options = yaml.safe_load(Path("config/leduc_poker.yaml").read_text(encoding="utf-8"))
     behavior = options["behaviors"]["leduc_poker"]
     shipped = behavior["self_play"]
-    behavior["self_play"] = {key: shipped[key] for key in MLAGENTS_KEYS} | {
+    behavior["self_play"] = {key: shipped[key] for key in MLAGENTS_KEYS if key in shipped} | {
         "exploitability_every": 250_000,
         **self_play,
     }
