@@ -28,7 +28,7 @@ import numpy as np
 from mlagents_envs.base_env import ActionSpec
 
 from envs.scripted import RandomPolicy, ScriptedPolicy
-from envs.vector_game import Role, RoleActions, VectorGame, mix_seed
+from envs.vector_game import RoleActions, VectorGame, mirrored_roles, mix_seed
 
 HALF_COURT = 8.0
 NET_HEIGHT = 0.5
@@ -51,22 +51,7 @@ FRAME = np.array([1.0, -1.0])
 class Tennis(VectorGame):
     """Two players rally a ball over a net; see the module docstring for the rules."""
 
-    ROLES = (
-        Role(
-            name="Tennis",
-            team=0,
-            slots=1,
-            obs_size=OBS_SIZE,
-            action_spec=ActionSpec.create_continuous(2),
-        ),
-        Role(
-            name="Tennis",
-            team=1,
-            slots=1,
-            obs_size=OBS_SIZE,
-            action_spec=ActionSpec.create_continuous(2),
-        ),
-    )
+    ROLES = mirrored_roles("Tennis", obs_size=OBS_SIZE, action_spec=ActionSpec.create_continuous(2))
     DEFAULT_MAX_EPISODE_STEPS = 300
 
     def _allocate_state(self) -> None:

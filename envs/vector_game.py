@@ -71,6 +71,24 @@ class Role:
         return BehaviorSpec(observation_specs=[obs_spec], action_spec=self.action_spec)
 
 
+def mirrored_roles(
+    name: str, *, obs_size: int, action_spec: ActionSpec, slots: int = 1, grouped: bool = False
+) -> tuple[Role, Role]:
+    """The two roles of a symmetric game: ``name?team=0`` and ``name?team=1``, alike."""
+    first, second = (
+        Role(
+            name=name,
+            team=team,
+            slots=slots,
+            obs_size=obs_size,
+            action_spec=action_spec,
+            grouped=grouped,
+        )  # fmt: skip
+        for team in (0, 1)
+    )
+    return first, second
+
+
 @attrs.frozen(kw_only=True)
 class RoleActions:
     """The actions of one role for every arena: ``(arenas, slots, size)`` arrays."""

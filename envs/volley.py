@@ -34,7 +34,7 @@ import numpy as np
 from mlagents_envs.base_env import ActionSpec
 
 from envs.scripted import RandomPolicy, ScriptedPolicy
-from envs.vector_game import Role, RoleActions, VectorGame, mix_seed
+from envs.vector_game import RoleActions, VectorGame, mirrored_roles, mix_seed
 
 HALF_COURT = 4.0
 NET_HEIGHT = 1.0
@@ -55,22 +55,7 @@ FRAME = np.array([1.0, -1.0])
 class Volley(VectorGame):
     """Two players keep a ball off their own ground; see the module docstring for the rules."""
 
-    ROLES = (
-        Role(
-            name="Volley",
-            team=0,
-            slots=1,
-            obs_size=OBS_SIZE,
-            action_spec=ActionSpec.create_continuous(2),
-        ),
-        Role(
-            name="Volley",
-            team=1,
-            slots=1,
-            obs_size=OBS_SIZE,
-            action_spec=ActionSpec.create_continuous(2),
-        ),
-    )
+    ROLES = mirrored_roles("Volley", obs_size=OBS_SIZE, action_spec=ActionSpec.create_continuous(2))
     DEFAULT_MAX_EPISODE_STEPS = 400
 
     def _allocate_state(self) -> None:
