@@ -112,6 +112,12 @@ def _reject_unsupported(settings: SelfPlaySettings) -> None:
             "mlagents-learn exports its own model files; train with ghost-learn for an averaged "
             "policy, or set enabled: false",
         )
+    if settings.learn_from_latest:
+        raise SelfPlaySectionError(
+            "self_play.learn_from_latest",
+            "the ghosted team's experience would have to reach ML-Agents' trainer, which takes "
+            "the learning team's trajectories only; remove the key or train with ghost-learn",
+        )
     if settings.seats != "fixed":
         raise SelfPlaySectionError(
             "self_play.seats",

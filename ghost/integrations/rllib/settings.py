@@ -102,6 +102,11 @@ def _reject_unsupported(settings: SelfPlaySettings) -> None:
             "RLlib runs compute no exploitability while training; score a trained module with "
             "envs.exploitability (scripts/rllib_self_play.py does) and remove the key",
         ),
+        "self_play.learn_from_latest": (
+            settings.learn_from_latest,
+            "the ghosted team's experience would have to reach RLlib's learner, which trains "
+            "only the learning team's module; remove the key",
+        ),
         "self_play.seats": (
             settings.seats != "fixed",
             "shuffled seats are dealt by ghost-learn's environments; remove the key",

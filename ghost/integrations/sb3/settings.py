@@ -83,6 +83,8 @@ def _refuse_unsupported(settings: SelfPlaySettings) -> None:
         unsupported.append("preset (its keys are hyperparameters of ghost-learn's own PPO)")
     if settings.seats != "fixed":
         unsupported.append("seats (GhostVecEnv seats the learning team itself)")
+    if settings.learn_from_latest:
+        unsupported.append("learn_from_latest (the VecEnv shows SB3 the learning team only)")
     if unsupported:
         raise ConfigError(
             "self_play keys the Stable-Baselines3 integration does not run: "
