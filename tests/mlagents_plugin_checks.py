@@ -133,6 +133,10 @@ def unknown_or_bad_self_play_keys_are_errors() -> None:
         {"Pong": {**ghost, "self_play": {"seats": "shuffled"}}},
         "behaviors.Pong.self_play.seats", "ghost-learn",
     )  # fmt: skip
+    expect_error(
+        {"Pong": {**ghost, "self_play": {"learn_from_latest": True}}},
+        "behaviors.Pong.self_play.learn_from_latest", "ghost-learn",
+    )  # fmt: skip
 
 
 @check

@@ -114,3 +114,11 @@ def test_a_real_run_updates_more_often_in_the_same_trainer_steps(tmp_path, monke
         assert 12000 <= result.steps["Tennis"] < 12000 + 2048
         counts[flag] = len(updates)
     assert counts[True] >= 1.6 * counts[False]
+
+
+def test_hosts_with_their_own_trainers_refuse_it_with_the_reason():
+    from ghost.core.settings import SelfPlaySettings
+    from ghost.integrations.sb3.settings import _refuse_unsupported
+
+    with pytest.raises(ConfigError, match="learn_from_latest .the VecEnv shows SB3"):
+        _refuse_unsupported(SelfPlaySettings(learn_from_latest=True))
