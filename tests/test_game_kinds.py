@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+import attrs
 import pytest
 
 from envs.behavior_id import BehaviorId
@@ -98,3 +99,19 @@ def test_no_config_at_all_on_a_card_game_says_what_auto_picked(tmp_path, caplog)
         )
     lines = [m for m in caplog.messages if "preset 'auto' picked for" in m]
     assert lines and "an imperfect information game" in lines[0]
+
+
+def test_the_run_records_what_default_self_play_trains_with_and_resumes_with_it(tmp_path):
+    pytest.importorskip("pyspiel", reason="OpenSpiel is an optional extra (open-spiel)")
+    import ghost
+    from ghost.config.loader import load_options
+
+    ghost.train(env="openspiel:kuhn_poker", run_id="k", results_dir=str(tmp_path), max_steps=300)
+    recorded = load_options(tmp_path / "k" / "configuration.yaml").behaviors["kuhn_poker"]
+    assert recorded.self_play.preset == "auto"
+    assert recorded.reward_signals["extrinsic"].gamma == 1.0  # a card game: no discount
+    for dotted, value in _auto_values("imperfect_information").items():
+        assert _value_at(recorded, dotted) == value, dotted
+    ghost.train(None, run_id="k", results_dir=str(tmp_path), max_steps=600, resume=True)
+    resumed = load_options(tmp_path / "k" / "configuration.yaml").behaviors["kuhn_poker"]
+    assert attrs.evolve(resumed, max_steps=300) == recorded  # only the budget given changed

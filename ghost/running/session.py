@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
 from mlagents_envs.base_env import BehaviorSpec
 
 from envs.behavior_id import BehaviorId
@@ -29,6 +30,7 @@ from envs.openspiel import OpenSpielSource
 from envs.stepping import EnvStepper, StepResult
 from ghost.config.behavior_matching import match_behaviors
 from ghost.config.effects import log_effects
+from ghost.config.loader import write_options
 from ghost.config.settings import BehaviorSettings, RunOptions
 from ghost.core.controller import GhostController
 from ghost.core.self_play import SelfPlayState
@@ -94,7 +96,20 @@ class SelfPlaySession(TrainingLoop):
 
     # -- hooks of the training loop ------------------------------------------------------------
     def settings_for(self, behavior_specs: Mapping[BehaviorId, BehaviorSpec]) -> dict[str, Any]:
-        return match_behaviors(self.options, behavior_specs)
+        matched = match_behaviors(self.options, behavior_specs)
+        self._record_matched(matched)
+        return matched
+
+    def _record_matched(self, matched: Mapping[str, BehaviorSettings]) -> None:
+        """``configuration.yaml`` records what each behavior trains with: where matching the
+        environment changed a behavior's settings (self-play turned on by default, with the
+        preset ``auto`` picked for it), the behavior is written out, so a resumed run reads back
+        the same."""
+        changed = {n: s for n, s in matched.items() if self.options.behaviors.get(n) != s}
+        if not changed or not self.training:
+            return
+        self.options = attrs.evolve(self.options, behaviors={**self.options.behaviors, **changed})
+        write_options(self.options, self.layout.configuration_path)
 
     def make_trainer(self, name: str, settings: BehaviorSettings, spec: BehaviorSpec) -> Trainer:
         trainer = super().make_trainer(name, settings, spec)
