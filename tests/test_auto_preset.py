@@ -151,3 +151,15 @@ def test_a_written_value_equal_to_the_default_keeps_it(tmp_path):
     path.write_text(yaml.safe_dump(config))
     for source in (config, str(path)):
         assert _hyperparameters(resolve_options(source), "leduc_poker") == (0.0, 0.05)
+
+
+@pytest.mark.parametrize("preset", [None, "robust"])
+def test_a_network_with_memory_takes_a_preset_without_the_keys_memory_refuses(preset):
+    self_play = {} if preset is None else {"preset": preset}
+    behavior = {"network_settings": {"memory": {}}, "self_play": self_play}
+    options = resolve_options({"behaviors": {"B": behavior}})  # no env_path: robust for both
+    settings = options.behaviors["B"]
+    assert settings.hyperparameters.magnet_strength == 0.0
+    assert not settings.self_play.learn_from_latest
+    line = preset_line("B", settings, options.env_settings)
+    assert "magnet" not in line and "learn_from_latest" not in line

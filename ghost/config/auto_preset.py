@@ -66,7 +66,8 @@ def with_auto_preset(
     settings = attrs.evolve(settings, self_play=attrs.evolve(self_play, preset=AUTO))
     if auto_choice(game).preset is None:
         return settings
-    for dotted, value in preset_values(AUTO, settings.trainer_type, game).items():
+    memory = settings.network_settings.memory is not None
+    for dotted, value in preset_values(AUTO, settings.trainer_type, game, memory=memory).items():
         if written is not None and dotted in written:
             continue
         settings = _set_unwritten(settings, dotted.split("."), value, check_default=written is None)

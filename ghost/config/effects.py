@@ -78,7 +78,10 @@ def preset_line(name: str, settings: BehaviorSettings, game: Game = None) -> str
         head = f"{head} picked for {choice.describe()};"
         if choice.preset is None:
             return head[:-1]
-    values = preset_values(preset, settings.trainer_type, game)
+    memory = settings.network_settings.memory is not None
+    values = preset_values(preset, settings.trainer_type, game, memory=memory)
+    if not values and memory:
+        return f"{head} sets nothing a network with memory takes (no magnet, no learn_from_latest)"
     if not values:
         return (
             f"{head} sets nothing for trainer_type {settings.trainer_type} (its keys are PPO "

@@ -157,11 +157,23 @@ class UnknownPresetError(ValueError):
     """``self_play.preset`` names no preset."""
 
 
-def preset_values(name: str, trainer_type: str, game: Game = None) -> dict[str, Any]:
+#: preset keys a network with memory cannot take (``network_settings.memory``): they are left out
+#: for such a behavior instead of failing its run
+NOT_WITH_MEMORY = (
+    "hyperparameters.magnet_strength",
+    "hyperparameters.magnet_rate",
+    "self_play.learn_from_latest",
+)
+
+
+def preset_values(
+    name: str, trainer_type: str, game: Game = None, *, memory: bool = False
+) -> dict[str, Any]:
     """The keys preset ``name`` sets for a behavior of ``trainer_type``, dotted
     (``hyperparameters.magnet_strength``), with the preset's values; ``{}`` for an unknown
-    preset. ``auto`` sets those of the preset it picks for ``game``. What the run says at
-    start (``ghost.config.effects``)."""
+    preset. ``auto`` sets those of the preset it picks for ``game``. ``memory``: the behavior's
+    network has memory, so ``NOT_WITH_MEMORY`` keys are left out. What the run says at start
+    (``ghost.config.effects``)."""
     if name == AUTO:
         name = auto_choice(game).preset or NO_PRESET
     preset = PRESETS.get(name)
@@ -171,6 +183,8 @@ def preset_values(name: str, trainer_type: str, game: Game = None) -> dict[str, 
     if trainer_type in _MAGNET_TRAINERS:
         values.update(_dotted(preset.hyperparameters, "hyperparameters"))
     values.update(_dotted(preset.reward_signals, "reward_signals"))
+    if memory:
+        values = {key: value for key, value in values.items() if key not in NOT_WITH_MEMORY}
     return values
 
 
@@ -205,6 +219,19 @@ def _filled(section: Any, preset: Mapping[str, Any] | None, path: str, notes: li
     return section
 
 
+def _without_memory_keys(preset: Preset) -> Preset:
+    """``preset`` without the keys of ``NOT_WITH_MEMORY``."""
+
+    def kept(section: Mapping[str, Any], path: str) -> dict[str, Any]:
+        return {k: v for k, v in section.items() if f"{path}.{k}" not in NOT_WITH_MEMORY}
+
+    return attrs.evolve(
+        preset,
+        self_play=kept(preset.self_play, "self_play"),
+        hyperparameters=kept(preset.hyperparameters, "hyperparameters"),
+    )
+
+
 def expand_preset(name: str, behavior: Mapping[str, Any]) -> dict[str, Any]:
     """``behavior``'s raw section with its ``self_play.preset`` filled in (unchanged without one).
 
@@ -220,6 +247,13 @@ def expand_preset(name: str, behavior: Mapping[str, Any]) -> dict[str, Any]:
     if chosen not in PRESETS:
         raise UnknownPresetError(f"unknown preset; valid presets: {', '.join(preset_names())}")
     preset = PRESETS[chosen]
+    network = behavior.get("network_settings")
+    if isinstance(network, Mapping) and network.get("memory") is not None:
+        preset = _without_memory_keys(preset)
+        logger.info(
+            "behaviors.%s: preset %r leaves out %s: the network has memory",
+            name, chosen, ", ".join(NOT_WITH_MEMORY),
+        )  # fmt: skip
     expanded = dict(behavior)
     expanded["self_play"] = dict(self_play)
     notes: list[str] = []
