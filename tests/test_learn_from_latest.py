@@ -122,3 +122,8 @@ def test_hosts_with_their_own_trainers_refuse_it_with_the_reason():
 
     with pytest.raises(ConfigError, match="learn_from_latest .the VecEnv shows SB3"):
         _refuse_unsupported(SelfPlaySettings(learn_from_latest=True))
+
+
+def test_a_trainer_that_cannot_drop_partial_trajectories_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="cannot drop a team's partial trajectories"):
+        GhostRig(artifact_dir=tmp_path, learn_from_latest=True)  # RecordingTrainer has no hook

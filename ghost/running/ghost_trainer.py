@@ -23,6 +23,7 @@ from ghost.core.ghost_cycle import GhostCycle, MatchResult, Route, finished_matc
 from ghost.core.opponents import Opponent
 from ghost.core.self_play import SelfPlayState
 from ghost.core.snapshots import Snapshot
+from ghost.exceptions import ConfigError
 from ghost.running.average_policy import AveragePolicy
 from ghost.running.league import ExploiterFactory, ExploiterTurns
 from ghost.running.opponent_policy import OpponentPolicy
@@ -64,6 +65,15 @@ class GhostTrainer(Trainer):
             acting_device=trainer.acting_device, training=trainer.training,
         )  # fmt: skip
         self.stats = trainer.stats  # one reporter per behavior: the wrapped trainer's
+        if (
+            state.settings.learn_from_latest
+            and type(trainer).forget_partial is Trainer.forget_partial
+        ):
+            raise ConfigError(
+                f"behaviors.{trainer.behavior_name}.self_play.learn_from_latest: trainer "
+                f"{type(trainer).__name__} cannot drop a team's partial trajectories "
+                "(Trainer.forget_partial), which learning from the latest copy needs; remove the key"
+            )
         self.trainer = trainer
         self.controller = controller
         self.state = state
