@@ -249,11 +249,15 @@ def _settings(self_play: dict, **extra) -> object:
 def test_the_preset_line_names_every_key_it_sets_and_the_ones_you_wrote():
     settings = _settings({"preset": "robust"}, hyperparameters={"magnet_rate": 0.1})
     assert preset_line("B", settings) == (
-        "behaviors.B: self_play.preset 'robust' sets hyperparameters.magnet_strength = 0.3, "
-        "hyperparameters.magnet_rate = 0.1 (yours; the preset's: 0.05)"
+        "behaviors.B: self_play.preset 'robust' sets self_play.learn_from_latest = True, "
+        "hyperparameters.magnet_strength = 0.3, hyperparameters.magnet_rate = 0.1 (yours; the "
+        "preset's: 0.05)"
     )
     sac = _settings({"preset": "robust"}, trainer_type="sac")
-    assert "sets nothing for trainer_type sac" in preset_line("B", sac)
+    # SAC has no magnet: only the self-play key applies
+    assert preset_line("B", sac) == (
+        "behaviors.B: self_play.preset 'robust' sets self_play.learn_from_latest = True"
+    )
     assert preset_line("B", _settings({})) is None
 
 
@@ -332,8 +336,9 @@ def test_strikers_vs_goalie_says_what_is_active_and_its_summaries_keep_time_orde
     messages = [record.getMessage() for record in caplog.records]
     for name in ("Goalie", "Striker"):
         assert (
-            f"behaviors.{name}: self_play.preset 'robust' sets hyperparameters.magnet_strength "
-            "= 0.3, hyperparameters.magnet_rate = 0.05" in messages
+            f"behaviors.{name}: self_play.preset 'robust' sets self_play.learn_from_latest = "
+            "True, hyperparameters.magnet_strength = 0.3, hyperparameters.magnet_rate = 0.05"
+            in messages
         )
         assert any(
             m.startswith(f"behaviors.{name}.self_play.league cannot start") for m in messages
