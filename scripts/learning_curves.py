@@ -375,6 +375,10 @@ def main(argv: list[str] | None = None) -> None:
             log(f"no ML-Agents venv at {PEER_PYTHON} (PEER_PYTHON): its runs are skipped; build "
                 "it with ../shared/peers/setup-mlagents.sh")  # fmt: skip
             args.trainers = [t for t in args.trainers if t != "mlagents"]
+        if "mlagents" in args.trainers and not PEER_SCRIPT.exists():
+            log(f"no {PEER_SCRIPT} (the shared folder beside the checkout): ML-Agents' runs are "
+                "skipped")  # fmt: skip
+            args.trainers = [t for t in args.trainers if t != "mlagents"]
         args.out.parent.mkdir(parents=True, exist_ok=True)
         import torch
 

@@ -116,7 +116,9 @@ def test_the_env_flag_decides_the_kind_not_the_config_file(tmp_path):
 
 
 def test_an_unknown_preset_lists_auto_and_none():
-    with pytest.raises(ConfigError, match="auto, imperfect_information, none, robust, sample_efficient"):
+    with pytest.raises(
+        ConfigError, match="auto, imperfect_information, none, robust, sample_efficient"
+    ):
         resolve_options({"behaviors": {"B": {"self_play": {"preset": "strongest"}}}})
 
 

@@ -276,15 +276,19 @@ def test_memory_is_accepted_by_the_trainer_types_that_train_it(trainer_type):
 
 
 def test_curiosity_and_rnd_take_ml_agents_keys_and_defaults():
-    signals = options_from_dict(
-        behavior(
-            reward_signals={
-                "extrinsic": {},
-                "curiosity": {"strength": 0.02, "encoding_size": 64},
-                "rnd": {"gamma": 0.9, "network_settings": {"hidden_units": 32}},
-            }
+    signals = (
+        options_from_dict(
+            behavior(
+                reward_signals={
+                    "extrinsic": {},
+                    "curiosity": {"strength": 0.02, "encoding_size": 64},
+                    "rnd": {"gamma": 0.9, "network_settings": {"hidden_units": 32}},
+                }
+            )
         )
-    ).behaviors["Tennis"].reward_signals
+        .behaviors["Tennis"]
+        .reward_signals
+    )
     curiosity, rnd = signals["curiosity"], signals["rnd"]
     assert (curiosity.strength, curiosity.gamma, curiosity.learning_rate) == (0.02, 0.99, 3.0e-4)
     assert curiosity.encoding_size == 64

@@ -22,9 +22,10 @@ from mlagents_actor import MLAgentsActor  # noqa: E402
 #: the ML-Agents 1.1 venv that ``../shared/peers/setup-mlagents.sh`` builds (``PEER_VENV``)
 PEER_PYTHON = Path(os.environ.get("PEER_VENV", "/tmp/peer-mlagents")) / "bin" / "python"
 needs_peer = pytest.mark.skipif(
-    not PEER_PYTHON.exists(),
-    reason=f"no ML-Agents 1.1 venv at {PEER_PYTHON}: build it with "
-    "../shared/peers/setup-mlagents.sh (or set PEER_VENV)",
+    not (PEER_PYTHON.exists() and curves.PEER_SCRIPT.exists()),
+    reason=f"no ML-Agents 1.1 venv at {PEER_PYTHON} or no {curves.PEER_SCRIPT} (the shared "
+    "folder beside the checkout): build it with ../shared/peers/setup-mlagents.sh (or set "
+    "PEER_VENV)",
 )
 
 
@@ -198,9 +199,18 @@ def test_take_off_is_the_first_checkpoint_from_which_the_score_stays_positive():
                 "yardstick": "medium", "wins": wins, "losses": losses}  # fmt: skip
 
     rows = [
-        *(row(0, n, w, l) for n, w, l in [(100, 1, 9), (200, 6, 4), (300, 4, 5), (400, 7, 2)]),
-        *(row(1, n, w, l) for n, w, l in [(100, 6, 4), (200, 7, 3), (300, 8, 2), (400, 9, 1)]),
-        *(row(2, n, w, l) for n, w, l in [(100, 1, 9), (200, 2, 8), (300, 6, 4), (400, 4, 6)]),
+        *(
+            row(0, step, won, lost)
+            for step, won, lost in [(100, 1, 9), (200, 6, 4), (300, 4, 5), (400, 7, 2)]
+        ),
+        *(
+            row(1, step, won, lost)
+            for step, won, lost in [(100, 6, 4), (200, 7, 3), (300, 8, 2), (400, 9, 1)]
+        ),
+        *(
+            row(2, step, won, lost)
+            for step, won, lost in [(100, 1, 9), (200, 2, 8), (300, 6, 4), (400, 4, 6)]
+        ),
     ]
     found = take_off_steps(rows, level="medium")
     assert found[("volley", "selfplay", "Volley", "ours", 0)]["take_off"] == 400  # dipped at 300
