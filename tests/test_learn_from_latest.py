@@ -127,3 +127,21 @@ def test_hosts_with_their_own_trainers_refuse_it_with_the_reason():
 def test_a_trainer_that_cannot_drop_partial_trajectories_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="cannot drop a team's partial trajectories"):
         GhostRig(artifact_dir=tmp_path, learn_from_latest=True)  # RecordingTrainer has no hook
+
+
+@pytest.mark.parametrize(
+    ("self_play", "teams", "said"),
+    [
+        ({}, [0], "plays on one team"),
+        ({"opponents_per_swap": 4}, [0, 1], "opponents_per_swap 4"),
+        ({"play_against_latest_model_ratio": 0.0}, [0, 1], "play_against_latest_model_ratio 0"),
+    ],
+)
+def test_written_where_it_cannot_apply_it_says_why(self_play, teams, said):
+    from ghost.config.effects import ineffective_settings
+    from ghost.config.loader import options_from_dict
+
+    written = {**self_play, "learn_from_latest": True, "team_change": 100}
+    settings = options_from_dict({"behaviors": {"B": {"self_play": written}}}).behaviors["B"]
+    problems = ineffective_settings("B", settings, teams=teams, single_team=len(teams) == 1)
+    assert [p for p in problems if "learn_from_latest does nothing" in p and said in p], problems

@@ -123,6 +123,7 @@ def ineffective_settings(
     problems = _league_problems(where, self_play, settings.max_steps, single_team=single_team)
     problems += _evaluation_problems(where, self_play, settings.max_steps)
     problems += _fixed_opponent_problems(where, self_play)
+    problems += _learn_from_latest_problems(where, self_play, teams=teams)
     team_change = self_play.steps_per_team
     if len(teams) > 1 and team_change >= settings.max_steps:
         problems.append(
@@ -132,6 +133,37 @@ def ineffective_settings(
             "(it defaults to 5 x save_steps)"
         )
     return problems
+
+
+def _learn_from_latest_problems(
+    where: str, self_play: SelfPlaySettings, *, teams: list[int]
+) -> list[str]:
+    """``learn_from_latest`` needs a ghosted team of the same behavior facing one opponent, the
+    latest copy, some of the time. Said only where no preset set it: a preset sets it for a kind
+    of game, where it applies to the symmetric games and harms none."""
+    if not self_play.learn_from_latest or self_play.preset not in (None, NO_PRESET):
+        return []
+    key = f"{where}.learn_from_latest"
+    if len(teams) < 2:
+        return [
+            f"{key} does nothing here: the behavior plays on one team, so no ghosted team of "
+            "it plays the latest copy; it applies to symmetric games (Name?team=0 and ?team=1)"
+        ]
+    if self_play.opponents_per_swap > 1:
+        return [
+            f"{key} does nothing with opponents_per_swap {self_play.opponents_per_swap}: it "
+            "learns from a ghosted team only while that team plays the latest copy alone; set "
+            "opponents_per_swap: 1"
+        ]
+    if (
+        self_play.sampling.strategy == "latest_ratio"
+        and self_play.play_against_latest_model_ratio == 0
+    ):
+        return [
+            f"{key} does nothing with play_against_latest_model_ratio 0: the latest copy never "
+            "plays; raise the ratio"
+        ]
+    return []
 
 
 def _league_problems(
