@@ -1,22 +1,23 @@
-"""Named combinations of self-play options: ``self_play.preset: robust``.
+"""Named combinations of self-play and trainer options: ``self_play.preset: robust``.
 
-A preset fills in keys of a behavior's raw configuration (``self_play`` and, for on-policy
-trainers, ``hyperparameters``) before it is structured. Keys the user wrote keep their values; each
-one that differs from the preset's choice is logged, so a run never changes a written setting
-behind the user's back. The resolved ``configuration.yaml`` holds the expanded keys, so a resumed
-run reads back exactly what it trained with.
+A preset fills in keys of a behavior's raw configuration (``self_play``, for on-policy trainers
+``hyperparameters``, and the reward signals it has) before it is structured. Keys the user wrote
+keep their values; each one that differs from the preset's choice is logged, so a run never
+changes a written setting behind the user's back. The resolved ``configuration.yaml`` holds the
+expanded keys, so a resumed run reads back exactly what it trained with. Keys a network with
+memory refuses are left out for it.
 
-``robust`` is the combination measured best against opponents never met in training over all the
-yardsticks (README, "Self-play strength"): a magnet pull toward a slowly moving copy of the policy
-(PPO and POCA). The exported average policy is left out: it lowered goofspiel's exploitability
-but raised Leduc's. ``imperfect_information`` is tuned for turn-based card and board games (Leduc,
-goofspiel): a weaker pull toward a magnet that barely moves.
+- ``sample_efficient``: ML-Agents' settings plus ``learn_from_latest``;
+- ``robust``: a magnet pull toward a slowly moving copy of the policy (PPO and POCA), plus
+  ``learn_from_latest``;
+- ``imperfect_information``: found by a ``ghost-tune`` study on Kuhn poker and checked on games
+  left out of it (docs/benchmarks.md, "Presets from studies").
 
-``auto`` (also what a ghost-learn run takes when no preset is written) picks one of those by the
-kind of game ``env_settings.env_path`` names (``ghost.config.game_kinds``): the measured best for
-that kind, which for board games, real-time control games and unknown games is ML-Agents' own
-settings. ``ghost.config.auto_preset`` fills it in once the environment path is final; ``none``
-keeps ML-Agents' settings whatever the game.
+``auto`` (what a ghost-learn run takes when no preset is written, also when self-play is turned
+on without a ``self_play:`` section) picks one of those by the kind of game
+(``ghost.config.game_kinds``): the measured best for that kind, ML-Agents' own settings for board
+and matrix games. ``ghost.config.auto_preset`` fills it in once the game is known; ``none`` keeps
+ML-Agents' settings whatever the game.
 """
 
 from __future__ import annotations
@@ -63,8 +64,8 @@ PRESETS: dict[str, Preset] = {
     # From the Kuhn poker study (docs/benchmarks.md, "Presets from studies"): short turns against
     # the latest copy nearly always, whose experience trains the learner too, and a fast learning
     # rate. The study's magnet (0.35, rate 0.02) gave Leduc 0.88 at 1M steps; the earlier
-    # nearly fixed one (0.2, rate 0.003) with the same turns gave 0.53, and 0.08 on Kuhn against
-    # the study's 0.04: the smaller worst case. A hand pays only at its end: no discount.
+    # nearly fixed one (0.2, rate 0.003) with the same turns gave 0.53, and 0.035-0.08 on Kuhn
+    # against the study's 0.04: the smaller worst case. A hand pays only at its end: no discount.
     "imperfect_information": Preset(
         self_play={
             "team_change": 20000,
@@ -93,8 +94,8 @@ NO_PRESET = "none"
 AUTO_CHOICES: dict[str, tuple[str | None, str]] = {
     game_kinds.IMPERFECT_INFORMATION: (
         "imperfect_information",
-        "tuned on Kuhn poker with ghost-tune: exploitability at 300k steps 0.08 against 0.145 "
-        "with ML-Agents' settings; Leduc 0.53 at 1M against 0.755",
+        "tuned on Kuhn poker with ghost-tune: exploitability at 300k steps 0.035-0.066 against "
+        "0.145 with ML-Agents' settings; Leduc 0.39-0.53 at 1M against 0.755",
     ),
     game_kinds.BOARD: (
         None,
