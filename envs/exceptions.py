@@ -5,7 +5,19 @@ else is a bug and keeps its traceback. Upper layers add their own subclasses (``
 ``ghost.exceptions``, which also lists them all in one place).
 """
 
+import difflib
 import traceback
+from collections.abc import Iterable
+
+
+def did_you_mean(word: object, choices: Iterable[str], *, cutoff: float = 0.6) -> str:
+    """``"did you mean 'X'?"`` for the choice closest to ``word``, or ``""`` when none is close.
+
+    One spelling of the hint for every "unknown name" message: config keys, presets, games,
+    levels, commands.
+    """
+    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=cutoff)
+    return f"did you mean {close[0]!r}?" if close else ""
 
 
 class GhostError(Exception):

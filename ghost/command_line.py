@@ -19,9 +19,10 @@ import threading
 import traceback
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 from envs.unity_build import quiet_grpc_logs
-from ghost.exceptions import GhostError
+from ghost.exceptions import GhostError, ResultsWriteError
 from trainers.exceptions import is_disk_write_error
 
 EXIT_USER_ERROR = 2
@@ -105,6 +106,22 @@ def console_logging(verbose: int) -> None:
     for package_logger in loggers:
         package_logger.addHandler(handler)
         package_logger.setLevel(logging.DEBUG if verbose >= 2 else logging.INFO)
+
+
+def output_file(path: Path | str, default_name: str) -> Path:
+    """The file a command writes for an output argument the user gave: ``path`` itself, or
+    ``path/default_name`` when ``path`` is a folder (or is written with a trailing slash).
+
+    Raises:
+        ResultsWriteError: the folder that would hold the file does not exist.
+    """
+    text = str(path)
+    path = Path(path)
+    if path.is_dir() or text.endswith(("/", os.sep)):
+        path = path / default_name
+    if not path.parent.is_dir():
+        raise ResultsWriteError(f"cannot write {path}: no folder {path.parent}")
+    return path
 
 
 def run_command(prog: str, body: Callable[[], int], *, debug: Callable[[], bool]) -> int:

@@ -267,5 +267,12 @@ def test_ghost_export_writes_every_policy_of_a_run(tmp_path, capsys):
     chosen = tmp_path / "chosen.onnx"
     checkpoint = next(s for s in sources if "checkpoints" in str(s))
     assert ghost_export([str(checkpoint), "-o", str(chosen)]) == 0 and chosen.is_file()
+    folder = tmp_path / "brains"
+    folder.mkdir()
+    assert ghost_export([str(run), "-o", str(folder)]) == 0
+    assert (folder / "Tennis.onnx").is_file()
+    capsys.readouterr()
+    assert ghost_export([str(run), "-o", str(tmp_path / "missing") + "/"]) == 2
+    assert "no folder" in capsys.readouterr().err
     assert ghost_export([str(tmp_path / "nothing")]) == 2
     assert "no such policy file or run folder" in capsys.readouterr().err

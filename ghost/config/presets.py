@@ -29,6 +29,7 @@ from typing import Any
 
 import attrs
 
+from envs.exceptions import did_you_mean
 from envs.settings import EnvironmentSettings
 from ghost.config import game_kinds
 
@@ -246,7 +247,10 @@ def expand_preset(name: str, behavior: Mapping[str, Any]) -> dict[str, Any]:
     if chosen in (AUTO, NO_PRESET):
         return dict(behavior)  # auto is filled in once the game is known (ghost.config.auto_preset)
     if chosen not in PRESETS:
-        raise UnknownPresetError(f"unknown preset; valid presets: {', '.join(preset_names())}")
+        hint = did_you_mean(chosen, preset_names())
+        raise UnknownPresetError(
+            f"unknown preset; {hint + ' ' if hint else ''}valid presets: {', '.join(preset_names())}"
+        )
     preset = PRESETS[chosen]
     network = behavior.get("network_settings")
     if isinstance(network, Mapping) and network.get("memory") is not None:

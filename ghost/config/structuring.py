@@ -22,7 +22,6 @@ All conversion runs through one module-local ``cattrs.Converter``; nothing is re
 from __future__ import annotations
 
 import copy
-import difflib
 import enum
 import functools
 import logging
@@ -43,6 +42,7 @@ from envs.environment_parameters import (
     ParameterValue,
     UniformSampler,
 )
+from envs.exceptions import did_you_mean
 from ghost.config.presets import UnknownPresetError, expand_preset
 from ghost.config.settings import BehaviorSettings, CheckpointSettings, RunOptions
 from ghost.core.curriculum import EnvironmentParameterSettings, Lesson
@@ -213,8 +213,8 @@ def _as_mapping(value: Any, cl: type) -> Mapping[str, Any]:
 
 def _unknown_key(key: Any, value: Any, valid: Iterable[str]) -> ConfigProblem:
     valid = list(valid)
-    close = difflib.get_close_matches(str(key), valid, n=1, cutoff=0.5)
-    hint = f"did you mean {close[0]!r}? " if close else ""
+    hint = did_you_mean(key, valid, cutoff=0.5)
+    hint = f"{hint} " if hint else ""
     return ConfigProblem(
         f"unknown key; {hint}valid keys here: {', '.join(valid)}", value=value
     ).below(key)

@@ -14,7 +14,9 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+from envs.exceptions import did_you_mean
 from ghost.command_line import run_command, setup_logging
 from ghost.evaluation import cli_legacy
 from ghost.evaluation.cli_commands import add_league, add_match, add_report, add_snapshots
@@ -76,6 +78,17 @@ def _legacy_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _misspelt_command(argv: Sequence[str]) -> str | None:
+    """The one-line complaint for a first word that is close to a command but neither a command
+    nor an existing run folder (``ghost-eval matc RUN``), or None."""
+    if not argv or argv[0].startswith("-") or argv[0] in COMMANDS or Path(argv[0]).exists():
+        return None
+    hint = did_you_mean(argv[0], COMMANDS)
+    if not hint:
+        return None
+    return f"unknown command {argv[0]!r}; {hint} (commands: {', '.join(COMMANDS)})"
+
+
 def is_flag_form(argv: Sequence[str]) -> bool:
     """Whether ``argv`` is the old flag form: it does not start with a command (or ``--help``)."""
     return bool(argv) and argv[0] not in COMMANDS and argv[0] not in ("-h", "--help")
@@ -104,6 +117,9 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``ghost-eval``; returns the process exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    misspelt = _misspelt_command(argv)
+    if misspelt is not None:
+        build_parser().error(misspelt)
     flag_form = is_flag_form(argv)
     args = _legacy_parser().parse_args(argv) if flag_form else _parse(argv)
     setup_logging(args.debug, level=logging.WARNING)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ghost.command_line import output_file
 from ghost.evaluation.cli_common import (
     MATCH_QUIET_FOR_S,
     SNAPSHOTS,
@@ -321,7 +322,11 @@ def add_report(commands: Any) -> None:
   ghost-eval report results/tennis tennis.png""",
     )
     parser.add_argument("policy", metavar="RUN", help="run folder")
-    parser.add_argument("image", metavar="OUT.png", help="the picture to write")
+    parser.add_argument(
+        "image",
+        metavar="OUT.png",
+        help="the picture to write, or a folder to write RUN-report.png into",
+    )
     add_output_options(parser)
     parser.set_defaults(handler=report, label="ghost-eval report")
 
@@ -331,6 +336,8 @@ def report(args: argparse.Namespace, out: Output) -> None:
     from ghost.evaluation import report as run_report
 
     _, run_root = resolve_policy(args.policy)
-    path = run_report.write_report(need_run(args, run_root), args.image)
+    run = need_run(args, run_root)
+    image = output_file(args.image, f"{Path(run_root).resolve().name}-report.png")
+    path = run_report.write_report(run, image)
     out.data["report"] = str(path)
     out.text.append(f"report: {path}")

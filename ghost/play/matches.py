@@ -15,7 +15,6 @@ Vocabulary:
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +24,7 @@ import attrs
 import numpy as np
 
 from envs.behavior_id import BehaviorId
+from envs.exceptions import did_you_mean
 from envs.games import BUILTIN_GAMES, make_game, scripted_levels, scripted_policy
 from envs.matrix_games import MatrixGame
 from envs.vector_game import Role, VectorGame
@@ -46,8 +46,8 @@ class Seat:
 def check_game(game: str) -> None:
     """Raise ``EnvironmentSourceError`` unless ``game`` is a built-in game."""
     if game not in BUILTIN_GAMES:
-        close = difflib.get_close_matches(game, BUILTIN_GAMES, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(game, BUILTIN_GAMES)
+        hint = f"; {hint}" if hint else ""
         raise EnvironmentSourceError(
             f"unknown game {game!r}; built-in games: {', '.join(sorted(BUILTIN_GAMES))}{hint}"
         )
@@ -166,8 +166,8 @@ def resolve_player(
             }
         if looks_like_path(text):
             raise CheckpointError(f"{what} {text}: no such policy file or run folder")
-        close = difflib.get_close_matches(text, levels, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(text, levels)
+        hint = f"; {hint}" if hint else ""
         raise ConfigError(
             f"{what} {text!r} is neither a policy file nor a scripted level of {game} "
             f"(levels: {', '.join(levels)}){hint}"

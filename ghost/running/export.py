@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ghost.command_line import run_command, setup_logging
+from ghost.command_line import output_file, run_command, setup_logging
 from ghost.exceptions import RunDirectoryError
 from trainers.run_layout import RunLayout
 
@@ -37,8 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("policies", nargs="+", metavar="POLICY",
                         help="policy file (.pt) or run folder")  # fmt: skip
-    parser.add_argument("-o", "--output", type=Path,
-                        help="the .onnx file to write (one POLICY file only)")  # fmt: skip
+    parser.add_argument("-o", "--output", metavar="OUTPUT",
+                        help="the .onnx file to write, or a folder to write it into "
+                        "(one POLICY file only)")  # fmt: skip
     parser.add_argument("--all", action="store_true",
                         help="for a run folder: also its checkpoints and snapshots")  # fmt: skip
     parser.add_argument("--debug", action="store_true", help="tracebacks for errors")
@@ -73,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
     if args.output is not None and len(files) != 1:
         raise RunDirectoryError(f"-o names one file, but {len(files)} policies were given")
     for file in files:
-        target = args.output if args.output is not None else file.with_suffix(".onnx")
+        target = file.with_suffix(".onnx")
+        if args.output is not None:
+            target = output_file(args.output, target.name)
         export_onnx(load_policy(file), target)
         print(f"{file} -> {target}")
     return 0

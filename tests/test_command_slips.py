@@ -1,0 +1,46 @@
+"""Slips of the keyboard on the command line: a misspelt command or preset gets "did you mean",
+and an output argument naming a folder writes into it (no traceback)."""
+
+from __future__ import annotations
+
+import pytest
+
+from envs.exceptions import did_you_mean
+from ghost.command_line import output_file
+from ghost.config.presets import UnknownPresetError, expand_preset
+from ghost.evaluation.cli import main as ghost_eval
+from ghost.exceptions import ResultsWriteError
+
+
+def test_did_you_mean_names_the_closest_choice_or_nothing():
+    assert did_you_mean("robus", ["robust", "none", "auto"]) == "did you mean 'robust'?"
+    assert did_you_mean("zzz", ["robust", "none", "auto"]) == ""
+
+
+@pytest.mark.parametrize("typed, meant", [("matc", "match"), ("reprot", "report")])
+def test_a_misspelt_ghost_eval_command_gets_did_you_mean(capsys, typed, meant):
+    with pytest.raises(SystemExit) as stop:
+        ghost_eval([typed, "results/x"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert f"unknown command {typed!r}; did you mean {meant!r}?" in err
+    assert "Traceback" not in err
+
+
+def test_a_run_folder_first_is_still_the_old_flag_form(tmp_path, capsys):
+    run = tmp_path / "matc"  # a run folder whose name looks like a command is not a slip
+    run.mkdir()
+    assert ghost_eval([str(run), "--against", "strong"]) == 2
+    assert "did you mean" not in capsys.readouterr().err
+
+
+def test_a_misspelt_preset_gets_did_you_mean():
+    with pytest.raises(UnknownPresetError, match="did you mean 'robust'"):
+        expand_preset("Duel", {"self_play": {"preset": "robus"}})
+
+
+def test_an_output_folder_takes_the_default_name(tmp_path):
+    assert output_file(tmp_path, "Tennis.onnx") == tmp_path / "Tennis.onnx"
+    with pytest.raises(ResultsWriteError, match="no folder"):
+        output_file(f"{tmp_path}/new/", "x.png")
+    assert output_file(tmp_path / "chosen.png", "x.png") == tmp_path / "chosen.png"
