@@ -226,7 +226,9 @@ class Trainer(abc.ABC):
             behavior_name=behavior_name,
             log_dir=self.artifact_dir if training else None,
             summary_freq=settings.summary_freq,
+            max_steps=settings.max_steps,
         )
+        self.stats.training = training
 
     # -- wiring ----------------------------------------------------------------------------
     @abc.abstractmethod

@@ -28,7 +28,8 @@ on its values, advantages ``return - baseline`` added to the extrinsic ones; the
 losses are means over the streams.
 
 Statistics, as ML-Agents writes them: ``Environment/Cumulative Reward`` (individual rewards only),
-``Environment/Group Cumulative Reward``, ``Policy/Extrinsic Value Estimate``,
+``Environment/Group Cumulative Reward``, ``Policy/Extrinsic Reward`` (individual plus group
+reward: ML-Agents adds the groupmates' individual rewards too), ``Policy/Extrinsic Value Estimate``,
 ``Policy/Extrinsic Baseline Estimate``, ``Losses/Baseline Loss``, and PPO's others (with a learned
 signal also ``Policy/Curiosity Baseline Estimate`` or ``Policy/RND Baseline Estimate``).
 """
@@ -164,9 +165,12 @@ class POCATrainer(PPOTrainer):
         return len(self.buffer) > self.hyperparameters.buffer_size
 
     def _record_episodes(self, episodes: FinishedEpisodes) -> None:
-        self.stats.add(CUMULATIVE_REWARD, episodes.rewards - episodes.group_rewards)
+        self.stats.record(
+            CUMULATIVE_REWARD, episodes.rewards - episodes.group_rewards, Aggregation.HISTOGRAM
+        )
         self.stats.record(GROUP_CUMULATIVE_REWARD, episodes.group_rewards, Aggregation.HISTOGRAM)
         self.stats.add(EPISODE_LENGTH, episodes.lengths)
+        self._record_extrinsic(episodes.rewards)
 
     def _critic_inputs(self, data: GroupTransitions, obs: list[torch.Tensor]) -> GroupInputs:
         """What the critic reads of every buffer row, from the rows' observations ``obs``."""

@@ -20,7 +20,7 @@ from trainers.policy import TorchPolicy
 from trainers.policy_file import policy_record
 from trainers.rollout import FinishedEpisodes, TransitionAssembler, Transitions
 from trainers.settings import ScheduleType
-from trainers.stats import CUMULATIVE_REWARD, EPISODE_LENGTH
+from trainers.stats import CUMULATIVE_REWARD, EPISODE_LENGTH, EXTRINSIC_REWARD, Aggregation
 
 
 def decayed(
@@ -124,8 +124,15 @@ class RLTrainer(Trainer):
         self.stats.maybe_write(self._step)
 
     def _record_episodes(self, episodes: FinishedEpisodes) -> None:
-        self.stats.add(CUMULATIVE_REWARD, episodes.rewards)
+        self.stats.record(CUMULATIVE_REWARD, episodes.rewards, Aggregation.HISTOGRAM)
         self.stats.add(EPISODE_LENGTH, episodes.lengths)
+        self._record_extrinsic(episodes.rewards)
+
+    def _record_extrinsic(self, rewards: np.ndarray) -> None:
+        """``Policy/Extrinsic Reward``: the finished episodes' ``rewards`` as the extrinsic
+        signal weighs them (times its ``strength``); nothing without an extrinsic signal."""
+        if "extrinsic" in self.settings.reward_signals:
+            self.stats.add(EXTRINSIC_REWARD, rewards * self.settings.reward_strength)
 
     def end_episode(self) -> None:
         for assembler in self.assemblers.values():

@@ -2,11 +2,16 @@
 
 Values are accumulated between summaries and written every ``summary_freq`` trainer steps, like
 ML-Agents' ``StatsReporter``: as their mean, or, for a key recorded with another ``Aggregation``
-(an environment's own stats), their sum, the most recent value, or a histogram plus its mean. A
-gauge (``set_gauge``) holds one value that every summary writes until it is set again. The
-console line reads
-``Tennis. Step: 20000. Time Elapsed: 31.2 s. Mean Reward: 0.120. Std of Reward: 0.950. ELO: 1213.4.
-6410 steps/s. Training.``
+(an environment's own stats), their sum, the most recent value, or a histogram (under the tag
+``<key>_hist``, as ML-Agents' ``TensorboardWriter`` names it) plus its mean. A gauge
+(``set_gauge``) holds one value that every summary writes until it is set again. Every summary
+also writes ``Environment/Steps Per Second``, and gives callbacks ``Is Training`` (1 while the
+behavior learns, 0 while it only acts: the console line's ``Training.``), which ML-Agents keeps
+out of TensorBoard. The console line reads
+``Tennis. Step: 20000. Time Elapsed: 31.2 s. Progress: 40%. Time Left: ~47 s. Mean Reward: 0.120.
+Std of Reward: 0.950. ELO: 1213.4. 6410 steps/s. Training.``: ML-Agents' fields keep their
+place and wording; ``Progress`` and ``Time Left`` (from the behavior's steps per second since the
+session started) come only when the reporter knows ``max_steps``.
 
 In a run the lines of every behavior go through one ``SummaryConsole`` (``StatsReporter.console``):
 the training loop lets it log the lines that came due in a round together, in step order, and
@@ -36,6 +41,43 @@ ELO = "Self-play/ELO"
 #: NashConv / 2 of the learning policies (OpenSpiel two-player zero-sum games)
 EXPLOITABILITY = "Self-play/Exploitability"
 GROUP_CUMULATIVE_REWARD = "Environment/Group Cumulative Reward"
+#: each finished episode's environment reward times the extrinsic signal's ``strength``
+EXTRINSIC_REWARD = "Policy/Extrinsic Reward"
+#: 1.0 in a summary written while the behavior learns, 0.0 while it only acts; like ML-Agents,
+#: the console line shows it (``Training.``) and callbacks get it, TensorBoard does not
+IS_TRAINING = "Is Training"
+#: keys kept out of TensorBoard, as ML-Agents' ``TensorboardWriter`` keeps them (``hidden_keys``)
+HIDDEN_FROM_TENSORBOARD = frozenset({IS_TRAINING})
+STEPS_PER_SECOND = "Environment/Steps Per Second"
+#: what ML-Agents appends to a histogram's tag, beside the scalar of its mean under the key itself
+HISTOGRAM_SUFFIX = "_hist"
+
+
+def progress_fields(
+    *, step: int, max_steps: int | None, first_step: int, elapsed_s: float
+) -> list[str]:
+    """The console line's ``Progress: 40%.`` and ``Time Left: ~47 s.`` at ``step`` of
+    ``max_steps`` (none without ``max_steps``; no time left before a step was taken).
+
+    The time left assumes the steps to come go as fast as the ``step - first_step`` taken in
+    ``elapsed_s`` seconds did: in self-play that speed counts the turns the behavior waited.
+    """
+    if not max_steps:
+        return []
+    fields = [f"Progress: {int(100 * min(step / max_steps, 1.0))}%."]
+    if step > first_step and elapsed_s > 0:
+        left_s = max(max_steps - step, 0) * elapsed_s / (step - first_step)
+        fields.append(f"Time Left: ~{readable_duration(left_s)}.")
+    return fields
+
+
+def readable_duration(seconds: float) -> str:
+    """``47 s``, ``12 min`` or ``3.4 h``: a duration in the unit that reads best."""
+    if round(seconds) < 100:
+        return f"{seconds:0.0f} s"
+    if round(seconds / 60) < 100:
+        return f"{seconds / 60:0.0f} min"
+    return f"{seconds / 3600:0.1f} h"
 
 
 class Aggregation(enum.Enum):
@@ -70,11 +112,26 @@ class StatsReporter:
     """Collects one behavior's statistics and writes them every ``summary_freq`` steps.
 
     Its console line is logged at once, or handed to ``console`` when the run set one.
+
+    Args:
+        behavior_name: names the console line.
+        log_dir: where TensorBoard events go (None: none are written).
+        summary_freq: trainer steps between summaries.
+        max_steps: the behavior's trainer steps to train for; the console line then shows the
+            share done and the time left (None or 0: it does not).
     """
 
-    def __init__(self, *, behavior_name: str, log_dir: Path | None, summary_freq: int) -> None:
+    def __init__(
+        self,
+        *,
+        behavior_name: str,
+        log_dir: Path | None,
+        summary_freq: int,
+        max_steps: int | None = None,
+    ) -> None:
         self.behavior_name = behavior_name
         self.summary_freq = summary_freq
+        self.max_steps = max_steps
         self.log_dir = log_dir
         self._writer = None
         self._values: dict[str, list[float]] = defaultdict(list)
@@ -84,6 +141,8 @@ class StatsReporter:
         self._start = time.perf_counter()
         self._last_time = self._start
         self._last_step = 0
+        #: the step this session started from: the time left counts this session's speed only
+        self._first_step = 0
         self._last_summary = 0
         self._purge_step: int | None = None
         self.training = True
@@ -131,7 +190,7 @@ class StatsReporter:
         Points an earlier session wrote after ``step`` (between its last checkpoint and a hard
         kill) are orphans: TensorBoard is told to drop them, so the curves have no doubled steps.
         """
-        self._last_step = step
+        self._last_step = self._first_step = step
         self._last_summary = step // self.summary_freq
         self._purge_step = step + 1
 
@@ -142,21 +201,31 @@ class StatsReporter:
             self.write(step)
 
     def write(self, step: int) -> None:
+        """Write a summary of the values recorded since the last one, at ``step``."""
         now = time.perf_counter()
         means = {**self._gauges}
         means.update({key: self._summarise(key, v) for key, v in self._values.items() if v})
         steps_per_second = (step - self._last_step) / max(now - self._last_time, 1e-9)
-        means["Environment/Steps Per Second"] = steps_per_second
+        means[STEPS_PER_SECOND] = steps_per_second
+        means[IS_TRAINING] = float(self.training)
         writer = self._tensorboard()
         if writer is not None:
             for key, value in means.items():
+                if key in HIDDEN_FROM_TENSORBOARD:
+                    continue
                 writer.add_scalar(key, value, step)
-                if self._aggregation.get(key) is Aggregation.HISTOGRAM:
-                    writer.add_histogram(key, np.asarray(self._values[key]), step)
+                if self._aggregation.get(key) is Aggregation.HISTOGRAM and self._values.get(key):
+                    writer.add_histogram(
+                        key + HISTOGRAM_SUFFIX, np.asarray(self._values[key]), step
+                    )
             writer.flush()
         rewards = self._values.get(CUMULATIVE_REWARD, [])
         started = self._start if self.console is None else self.console.started
-        parts = [f"{self.behavior_name}. Step: {step}. Time Elapsed: {now - started:0.1f} s."]
+        elapsed = now - started
+        parts = [f"{self.behavior_name}. Step: {step}. Time Elapsed: {elapsed:0.1f} s."]
+        parts += progress_fields(
+            step=step, max_steps=self.max_steps, first_step=self._first_step, elapsed_s=elapsed
+        )
         if rewards:
             parts.append(
                 f"Mean Reward: {np.mean(rewards):0.3f}. Std of Reward: {np.std(rewards):0.3f}."
@@ -175,7 +244,7 @@ class StatsReporter:
             self.console.add(step, " ".join(parts))
         self.latest = means
         summary = Summary(behavior_name=self.behavior_name, step=step,
-                          elapsed_s=now - started, values=dict(means))  # fmt: skip
+                          elapsed_s=elapsed, values=dict(means))  # fmt: skip
         for listener in self.listeners:
             listener(summary)
         self._values.clear()

@@ -55,6 +55,7 @@ def exploiter_factory(trainer: Trainer, folder: Path) -> ExploiterFactory:
             **acting_device_argument(trainer.device, trainer.acting_device),
         )  # fmt: skip
         exploiter.stats.behavior_name = f"{trainer.behavior_name} [{label}]"
+        exploiter.stats.max_steps = None  # it learns in turns: no share of max_steps to show
         return exploiter
 
     return make
