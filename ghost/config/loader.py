@@ -19,19 +19,16 @@ import attrs
 import yaml
 
 from ghost.config.auto_preset import with_auto_presets, written_paths
-from ghost.config.run_folders import has_results, missing_run_message
 from ghost.config.settings import (
     BehaviorSettings,
     CheckpointSettings,
-    KeyOrigins,
     RunOptions,
     default_behavior_settings,
-    is_valid_run_id,
 )
 from ghost.config.shipped import shipped_config_for
 from ghost.config.structuring import ConfigProblem, converter, fields_of, structure_field
 from ghost.config.summary_freq import with_summary_freq_defaults
-from ghost.exceptions import ConfigError, RunDirectoryError
+from ghost.exceptions import ConfigError
 from trainers.atomic_files import atomic_write_text
 from trainers.run_layout import RunLayout
 
@@ -263,7 +260,6 @@ def resolve_options(
     Raises:
         ConfigError: a bad config, override or earlier ``configuration.yaml`` (the message names
             the key and the fix).
-        RunDirectoryError: ``resume`` of a run that does not exist (before anything else).
     """
     overrides = dict(overrides or {})
     max_steps = overrides.pop(MAX_STEPS_KEY, None)
@@ -285,9 +281,7 @@ def resolve_options(
         changes["env_settings"] = attrs.evolve(options.env_settings, seed=seed)
     if deterministic:
         changes.update(_deterministic_behaviors(options))
-    _refuse_resuming_a_missing_run(changes["checkpoint_settings"])
-    origins = _origins(config, overrides, max_steps_given=max_steps is not None)
-    options = attrs.evolve(options, **changes, origins=origins)
+    options = attrs.evolve(options, **changes)
     if recorded is not None:
         return options  # the run's own record already holds what its preset set
     written = _written(config, overrides)
@@ -306,40 +300,13 @@ def _written(config: ConfigSource, overrides: Mapping[str, Any]) -> frozenset[st
     return frozenset(paths)
 
 
-def _origins(
-    config: ConfigSource, overrides: Mapping[str, Any], *, max_steps_given: bool
-) -> KeyOrigins:
-    """The key paths ``config`` and ``overrides`` write (``max_steps`` for ``MAX_STEPS_KEY``);
-    the file's are unknown for settings given as ``RunOptions``, unless they say."""
-    paths: set[str] = {MAX_STEPS_KEY} if max_steps_given else set()
-    for key in overrides:
-        parts = key.split(".")
-        paths.update(".".join(parts[: i + 1]) for i in range(len(parts)))
-    if isinstance(config, RunOptions):
-        return KeyOrigins(config=config.origins.config, overrides=frozenset(paths))
-    raw = read_yaml(config) if isinstance(config, str | os.PathLike) else config or {}
-    return KeyOrigins(config=written_paths(raw), overrides=frozenset(paths))
-
-
-def _refuse_resuming_a_missing_run(checkpoint: CheckpointSettings) -> None:
-    """``resume`` of a run that does not exist stops here, before any environment is looked
-    for, naming the runs that do exist."""
-    if not checkpoint.resume or not is_valid_run_id(checkpoint.run_id):
-        return  # an invalid run id is the run folder's to refuse
-    if not has_results(Path(checkpoint.results_dir) / checkpoint.run_id):
-        raise RunDirectoryError(missing_run_message(checkpoint.run_id, checkpoint.results_dir))
-
-
 def _run_own_configuration(overrides: Mapping[str, Any]) -> ConfigSource:
     """A resume with no config given continues with the run's own ``configuration.yaml`` (its
     session flags cleared: the overrides given now decide how this session starts)."""
     defaults = CheckpointSettings()
     results_dir = overrides.get("checkpoint_settings.results_dir", defaults.results_dir)
     run_id = overrides.get("checkpoint_settings.run_id", defaults.run_id)
-    root = Path(str(results_dir)) / str(run_id)
-    if is_valid_run_id(str(run_id)) and not has_results(root):
-        raise RunDirectoryError(missing_run_message(str(run_id), str(results_dir)))
-    path = RunLayout(root).configuration_path
+    path = RunLayout(Path(str(results_dir)) / str(run_id)).configuration_path
     if not path.is_file():
         return None  # the run folder's own checks say what is missing
     recorded = load_options(path)
