@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import numpy as np
 import pytest
 import torch
@@ -215,6 +216,22 @@ def test_sac_reports_the_tags_and_resumes_every_signal_network(tmp_path, memory)
         assert_same_state(signal.state_dict(), saved["reward_signals"][key], key)
     for name in ("q1", "q2_target", "q_optimizer"):
         assert_same_state(getattr(again, name).state_dict(), saved[name], name)
+
+
+@pytest.mark.parametrize("ratio", [2.0, 0.5])
+def test_sac_updates_the_signals_once_per_reward_signal_steps_per_update(tmp_path, ratio):
+    settings = sac_hallway_settings(600, rnd=SIGNALS["rnd"])
+    settings = attrs.evolve(
+        settings,
+        hyperparameters=attrs.evolve(
+            settings.hyperparameters, reward_signal_steps_per_update=4.0 * ratio
+        ),
+    )
+    trainer = train_hallway(tmp_path, settings).trainers["Hallway"]
+    assert trainer.updates > 50
+    assert trainer.signal_updates == pytest.approx(trainer.updates / ratio, abs=1)
+    saved = trainer.state_dict()["learner"]
+    assert saved["signal_updates"] == trainer.signal_updates
 
 
 def test_sac_refuses_to_resume_with_other_reward_signals(tmp_path):

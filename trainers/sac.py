@@ -224,6 +224,7 @@ class SACTrainer(RLTrainer):
         )
         self.buffer = self._new_buffer()
         self.updates = 0
+        self.signal_updates = 0
 
     def _new_buffer(self) -> ReplayBuffer | SequenceReplayBuffer:
         """A replay ring of transitions or, with memory, of whole sequences."""
@@ -246,13 +247,19 @@ class SACTrainer(RLTrainer):
         if isinstance(self.buffer, SequenceReplayBuffer):
             self.buffer.flush()
 
-    def _updates_due(self) -> int:
-        """Gradient updates the trainer should have made by now (ML-Agents' ratio)."""
+    def _updates_due(self, steps_per_update: float | None = None) -> int:
+        """Gradient updates the trainer should have made by now (ML-Agents' ratio): of the
+        networks, or with ``steps_per_update`` given, of the learned reward signals."""
         h = self.hyperparameters
         collected = self._step - h.buffer_init_steps
         if collected <= 0:
             return 0
-        return math.floor(collected / h.steps_per_update + 1e-9)
+        return math.floor(collected / (steps_per_update or h.steps_per_update) + 1e-9)
+
+    def _signal_updates_due(self) -> int:
+        """Updates the learned reward signals should have made by now: one per
+        ``reward_signal_steps_per_update`` trainer steps (``steps_per_update`` when unset)."""
+        return self._updates_due(self.hyperparameters.reward_signal_steps_per_update)
 
     def _ready(self) -> bool:
         return (
@@ -270,8 +277,14 @@ class SACTrainer(RLTrainer):
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate
         steps = self._updates_due() - self.updates
-        losses = torch.stack([self._gradient_step() for _ in range(steps)]).mean(dim=0)
+        signal_steps = self._signal_updates_due() - self.signal_updates
+        losses = torch.stack(
+            [self._gradient_step(train_signals=i < signal_steps) for i in range(steps)]
+        ).mean(dim=0)
+        for _ in range(signal_steps - steps):  # signals updated more often than the networks
+            self._signal_step()
         self.updates += steps
+        self.signal_updates += signal_steps
         policy_loss, q1_loss, q2_loss, entropy, *estimates = losses.tolist()
         coefficients = torch.cat([self.log_ent_coef_continuous, self.log_ent_coef_discrete]).exp()
         stats = {
@@ -381,17 +394,27 @@ class SACTrainer(RLTrainer):
         ]
         return torch.stack(chosen, dim=2).mean(dim=2)
 
-    def _gradient_step(self) -> torch.Tensor:
-        """One minibatch, one step of each optimizer (the learned signals' too, on the same
-        minibatch); returns (policy, Q1, Q2 loss, entropy, each stream's value estimate)."""
+    def _gradient_step(self, *, train_signals: bool = True) -> torch.Tensor:
+        """One minibatch, one step of each optimizer (with ``train_signals``, the learned
+        signals' too, on the same minibatch); returns (policy, Q1, Q2 loss, entropy, each
+        stream's value estimate)."""
         batch = self.buffer.sample(self.hyperparameters.batch_size, self.rng)
         if not self.signals.signals:
             return self._learn(self._tensors(batch))
         real = np.arange(len(batch.rewards)) if batch.valid is None else np.flatnonzero(batch.valid)
         rewards = self.signals.stream_rewards(batch, batch.rewards, real)
         losses = self._learn(self._tensors(batch, rewards))
-        self.signals.train(batch, real)
+        if train_signals:
+            self.signals.train(batch, real)
         return losses
+
+    def _signal_step(self) -> None:
+        """One step of the learned signals alone, on a minibatch of their own."""
+        if not self.signals.signals:
+            return
+        batch = self.buffer.sample(self.hyperparameters.batch_size, self.rng)
+        real = np.arange(len(batch.rewards)) if batch.valid is None else np.flatnonzero(batch.valid)
+        self.signals.train(batch, real)
 
     def _distribution(
         self,
@@ -513,6 +536,7 @@ class SACTrainer(RLTrainer):
             "log_ent_coef_continuous": self.log_ent_coef_continuous.detach().clone(),
             "log_ent_coef_discrete": self.log_ent_coef_discrete.detach().clone(),
             "updates": self.updates,
+            "signal_updates": self.signal_updates,
         }
         if self.hyperparameters.save_replay_buffer:
             state["buffer"] = self.buffer.state_dict()
@@ -544,6 +568,8 @@ class SACTrainer(RLTrainer):
             self.log_ent_coef_continuous.copy_(state["log_ent_coef_continuous"])
             self.log_ent_coef_discrete.copy_(state["log_ent_coef_discrete"])
         self.updates = int(state["updates"])
+        # checkpoints written before the signals kept their own count updated them in step
+        self.signal_updates = int(state.get("signal_updates", self._signal_updates_due()))
         if "buffer" in state:
             self.buffer.load_state_dict(state["buffer"])
         else:
