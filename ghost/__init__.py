@@ -13,11 +13,16 @@ first (a layer imports those below it, never one above, not even inside a functi
 
 ``ghost.mlagents_plugin`` stands apart, on ``core`` and ``config`` only; ``ghost.exceptions``
 and ``ghost.command_line`` lie beneath them all. ``tests/test_layers.py`` keeps the order.
+
+``__version__`` is written here and nowhere else: the build reads it (pyproject.toml) without
+importing the package, and every command's ``--version`` prints it.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+__version__ = "0.2.0"
 
 __all__ = ["SelfPlayCallback", "TrainingResult", "train"]
 

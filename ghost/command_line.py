@@ -1,4 +1,4 @@
-"""What ``ghost-learn`` and ``ghost-eval`` share: logging set-up and how a command ends.
+"""What the commands share: ``--version``, logging set-up and how a command ends.
 
 A user mistake (``GhostError``) ends as one line on stderr and exit code 2; Ctrl-C as exit code
 130; a reader that stopped listening (``ghost-eval ... | head``) as exit code 141, the shell's
@@ -12,16 +12,21 @@ same console for ``ghost.train`` called from a script, unless the script set up 
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
+import platform
 import sys
 import threading
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from envs.unity_build import quiet_grpc_logs
+from ghost import __version__
 from ghost.exceptions import GhostError, ResultsWriteError
 from trainers.exceptions import is_disk_write_error
 
@@ -164,3 +169,34 @@ def _silence_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):
         pass
+
+
+def version_text() -> str:
+    """What ``--version`` prints: ghost-trainer's version, then Python's, torch's and
+    mlagents-envs' on lines of their own (read from the installed metadata: nothing is imported)."""
+    lines = [f"ghost-trainer {__version__}", f"python {platform.python_version()}"]
+    for package in ("torch", "mlagents-envs"):
+        try:
+            lines.append(f"{package} {metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            lines.append(f"{package} not installed")
+    return "\n".join(lines)
+
+
+class VersionAction(argparse.Action):
+    """``parser.add_argument("--version", action=VersionAction)``: print :func:`version_text`
+    and exit. Unlike argparse's own ``version`` action the text is made only when asked, and
+    its lines are kept as they are."""
+
+    def __init__(
+        self,
+        option_strings: Sequence[str],
+        dest: str = argparse.SUPPRESS,
+        default: Any = argparse.SUPPRESS,  # given by a parser's argument_default; never stored
+        help: str = "print the versions of ghost-trainer, Python, torch and mlagents-envs and exit",
+    ) -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(version_text())
+        parser.exit()

@@ -1,27 +1,41 @@
 """The configs shipped in ``config/``: what ``ghost-learn --env GAME`` trains with when no config
 is given.
 
-They are found in the source checkout (``<repo>/config``) or, for a regular install, where
-``setup.py`` puts them (``<prefix>/share/ghost-trainer/config``).
+They are the package data of ``ghost.config.shipped_configs``, a package that pyproject.toml maps
+onto the checkout's ``config/`` folder, so ``importlib.resources`` finds them in a wheel, a
+``pip install --user`` and an editable install alike.
 """
 
 from __future__ import annotations
 
-import sys
+from importlib import resources
 from pathlib import Path
 
 import yaml
 
-#: where an installed copy of ``config/`` lands, relative to ``sys.prefix``
-INSTALLED_CONFIG_DIR = Path("share") / "ghost-trainer" / "config"
+#: the package whose data the shipped configs are
+SHIPPED_CONFIGS_PACKAGE = "ghost.config.shipped_configs"
 
 
-def shipped_config_dirs() -> list[Path]:
-    """The folders that may hold the shipped configs, the checkout first."""
+def shipped_config_dir() -> Path | None:
+    """The folder of the shipped configs, or None when there is none."""
+    try:
+        folder = resources.files(SHIPPED_CONFIGS_PACKAGE)
+    except ModuleNotFoundError:
+        folder = None
+    # an installed package (regular or editable) is a folder on disk, read in place
+    if isinstance(folder, Path) and folder.is_dir():
+        return folder
+    # A checkout used without installing it, or an editable install made before the configs
+    # became package data (its import finder does not know the package): config/ beside ghost/.
     checkout = Path(__file__).resolve().parents[2] / "config"
-    return [
-        folder for folder in (checkout, Path(sys.prefix) / INSTALLED_CONFIG_DIR) if folder.is_dir()
-    ]
+    return checkout if checkout.is_dir() else None
+
+
+def shipped_configs() -> list[Path]:
+    """Every shipped config (``tennis.yaml``, ``soccer.yaml``...), sorted by name."""
+    folder = shipped_config_dir()
+    return sorted(folder.glob("*.yaml")) if folder is not None else []
 
 
 #: libyaml's parser where PyYAML was built with it: the scan reads every shipped config at start-up
@@ -41,8 +55,5 @@ def _env_path_of(path: Path) -> str | None:
 def shipped_config_for(env_path: str) -> Path | None:
     """The shipped config that trains ``env_path`` (``tennis``, ``openspiel:leduc_poker``...), or
     None. Where several do (``tennis.yaml``, ``tennis_sac.yaml``), the plainest name wins."""
-    for folder in shipped_config_dirs():
-        matches = [path for path in folder.glob("*.yaml") if _env_path_of(path) == env_path]
-        if matches:
-            return min(matches, key=lambda path: (len(path.stem), path.stem))
-    return None
+    matches = [path for path in shipped_configs() if _env_path_of(path) == env_path]
+    return min(matches, key=lambda path: (len(path.stem), path.stem)) if matches else None

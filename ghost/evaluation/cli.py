@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from envs.exceptions import did_you_mean
-from ghost.command_line import run_command, setup_logging
+from ghost.command_line import VersionAction, run_command, setup_logging
 from ghost.evaluation import cli_legacy
 from ghost.evaluation.cli_commands import add_league, add_match, add_report, add_snapshots
 from ghost.evaluation.cli_common import PROG, Output
@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action=VersionAction)
     commands = parser.add_subparsers(
         title="commands", dest="command", metavar="COMMAND", required=True
     )
@@ -90,8 +91,9 @@ def _misspelt_command(argv: Sequence[str]) -> str | None:
 
 
 def is_flag_form(argv: Sequence[str]) -> bool:
-    """Whether ``argv`` is the old flag form: it does not start with a command (or ``--help``)."""
-    return bool(argv) and argv[0] not in COMMANDS and argv[0] not in ("-h", "--help")
+    """Whether ``argv`` is the old flag form: it does not start with a command (or ``--help``,
+    ``--version``)."""
+    return bool(argv) and argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")
 
 
 def run(steps: Sequence[argparse.Namespace]) -> int:

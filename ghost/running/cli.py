@@ -11,12 +11,11 @@ import argparse
 import logging
 import sys
 from collections.abc import Mapping, Sequence
-from importlib import metadata
 from typing import Any
 
 from envs.behavior_id import BehaviorId
 from envs.stepping import InProcessStepper
-from ghost.command_line import EXIT_INTERRUPTED, run_command, setup_logging
+from ghost.command_line import EXIT_INTERRUPTED, VersionAction, run_command, setup_logging
 from ghost.config.behavior_matching import match_behaviors
 from ghost.config.environment import env_factory_for
 from ghost.config.loader import resolve_options
@@ -176,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="validate the config, open the environment once and check that its behaviors fit "
         "(teams, self_play, trainer types); print a summary and exit without training",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=VersionAction)
     _add_flags(parser)
     return parser
 
@@ -186,13 +185,6 @@ def _flag_labels(parser: argparse.ArgumentParser) -> dict[str, str]:
     return {
         action.dest: action.option_strings[0] for action in parser._actions if action.option_strings
     }
-
-
-def _version() -> str:
-    try:
-        return metadata.version("ghost-trainer")
-    except metadata.PackageNotFoundError:
-        return "(not installed)"
 
 
 def load_run_options(

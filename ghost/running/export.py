@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ghost.command_line import output_file, run_command, setup_logging
+from ghost.command_line import VersionAction, output_file, run_command, setup_logging
 from ghost.exceptions import RunDirectoryError
 from trainers.run_layout import RunLayout
 
@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--all", action="store_true",
                         help="for a run folder: also its checkpoints and snapshots")  # fmt: skip
     parser.add_argument("--debug", action="store_true", help="tracebacks for errors")
+    parser.add_argument("--version", action=VersionAction)
     return parser
 
 

@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ghost.command_line import EXIT_USER_ERROR, run_command
+from ghost.command_line import EXIT_USER_ERROR, VersionAction, run_command
 from ghost.exceptions import ConfigError
 from ghost.tuning import PROG
 
@@ -169,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="print (and write) the report of an existing study; run nothing",
     )
     parser.add_argument("--debug", action="store_true", help="debug log lines and tracebacks")
+    parser.add_argument("--version", action=VersionAction)
     return parser
 
 
