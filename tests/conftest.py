@@ -31,7 +31,11 @@ needs_reference_configs = pytest.mark.skipif(
 
 
 class FakeTrainer:
-    """Stands in for a trainer class; the registry and ``--check`` only look it up."""
+    """Stands in for a trainer class; the registry and ``--check`` only look it up, and ask it
+    whether it can drop a team's partial trajectories (``learn_from_latest`` needs it)."""
+
+    def forget_partial(self, behavior_id: Any) -> None:
+        """It can."""
 
 
 @attrs.frozen

@@ -2,32 +2,53 @@
 
 A kill at any moment leaves either the old file or the new one, never half of one. Every file a run
 writes that a later session reads (checkpoints, policy files, the checkpoint index, payoff tables,
-``configuration.yaml``) goes through here.
+``configuration.yaml``) goes through here. The files get the permissions of any file the user
+creates (``0o666`` less the umask), as ``open()`` would give them, not ``mkstemp``'s private
+``0o600``: a run folder is often read by other people and programs (TensorBoard, a team's
+evaluation jobs).
 """
 
 from __future__ import annotations
 
 import io
 import os
-import tempfile
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
+
+#: tries at a free temporary name before giving up (each name has 64 random bits)
+_NAME_ATTEMPTS = 100
+
+
+def _create_temporary(folder: Path, name: str) -> tuple[int, Path]:
+    """A new, empty file beside ``name`` in ``folder``, opened for writing: its descriptor and
+    path. Created with mode ``0o666`` so that the umask alone decides its permissions."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    for _ in range(_NAME_ATTEMPTS):
+        tmp = folder / f".{name}.{secrets.token_hex(8)}.tmp"
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary file name for {name} in {folder}")
 
 
 def atomic_write(path: str | Path, write: Callable[[IO[bytes]], None]) -> None:
     """Create ``path`` (and its folders) from what ``write`` puts into a binary handle."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp: Path | None = None
     try:
+        fd, tmp = _create_temporary(path.parent, path.name)
         with os.fdopen(fd, "wb") as handle:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException as error:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
         if isinstance(error, OSError) and error.filename is None:
             error.filename = str(path)  # a failed write names no file
         raise

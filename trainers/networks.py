@@ -70,11 +70,35 @@ def is_channels_first(spec: ObservationSpec) -> bool:
     return tuple(spec.dimension_property) == CHANNELS_FIRST
 
 
-def _visual_encoder(spec: ObservationSpec, kind: EncoderType, output_size: int) -> nn.Module:
+def _image_size(spec: ObservationSpec) -> tuple[int, int, int]:
+    """``(channels, height, width)`` of an image observation, whatever its layout."""
     if is_channels_first(spec):
         channels, height, width = spec.shape
     else:
         height, width, channels = spec.shape
+    return channels, height, width
+
+
+def check_observations(obs_specs: list[ObservationSpec], settings: NetworkSettings) -> None:
+    """Refuse observations ``ObservationEncoder`` cannot encode under ``settings``: shapes other
+    than vectors and images, images too small for ``vis_encode_type``, goal signals with
+    ``goal_conditioning_type: hyper``. Called before any network is built too (``ghost-learn
+    --check``).
+
+    Raises:
+        UnsupportedFeatureError: the message names the setting and the fix.
+    """
+    other = [s.shape for s in obs_specs if len(s.shape) not in (1, 3)]
+    if other:
+        raise UnsupportedFeatureError(f"observations of shape {other} are not supported yet")
+    _check_goal_conditioning(obs_specs, settings)
+    for spec in obs_specs:
+        if len(spec.shape) == 3:
+            _check_visual_encoder(spec, settings.vis_encode_type)
+
+
+def _check_visual_encoder(spec: ObservationSpec, kind: EncoderType) -> None:
+    _, height, width = _image_size(spec)
     if kind not in SUPPORTED_ENCODERS:
         raise UnsupportedFeatureError(
             f"vis_encode_type '{kind.value}' is not supported yet; use one of "
@@ -85,6 +109,11 @@ def _visual_encoder(spec: ObservationSpec, kind: EncoderType, output_size: int) 
             f"vis_encode_type '{kind.value}' needs images of at least {MIN_IMAGE_SIDE[kind]}x"
             f"{MIN_IMAGE_SIDE[kind]} pixels, the environment gives {height}x{width}"
         )
+
+
+def _visual_encoder(spec: ObservationSpec, kind: EncoderType, output_size: int) -> nn.Module:
+    _check_visual_encoder(spec, kind)
+    channels, height, width = _image_size(spec)
     if kind is EncoderType.SIMPLE:
         conv = nn.Sequential(
             nn.Conv2d(channels, 16, 8, stride=4), nn.LeakyReLU(),
@@ -122,10 +151,7 @@ class ObservationEncoder(nn.Module):
         super().__init__()
         self.vector_indices = [i for i, spec in enumerate(obs_specs) if len(spec.shape) == 1]
         self.visual_indices = [i for i, spec in enumerate(obs_specs) if len(spec.shape) == 3]
-        other = [s.shape for s in obs_specs if len(s.shape) not in (1, 3)]
-        if other:
-            raise UnsupportedFeatureError(f"observations of shape {other} are not supported yet")
-        _check_goal_conditioning(obs_specs, settings)
+        check_observations(obs_specs, settings)
         vector_size = sum(obs_specs[i].shape[0] for i in self.vector_indices)
         self.normalizer = (
             RunningNormalizer(vector_size) if settings.normalize and vector_size else None

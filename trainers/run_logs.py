@@ -4,6 +4,8 @@
   and last Elo; updated with every checkpoint.
 - ``timers.json``: seconds and calls of each phase of the training loop (acting, stepping the
   environments, trainer updates, checkpoints), to see where a run spends its time.
+- ``console.log``: what the run printed on the console, each session appended after a line of
+  its own (``trainers.console_log``).
 """
 
 from __future__ import annotations

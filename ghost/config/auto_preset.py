@@ -5,8 +5,9 @@ takes ``auto``: on a written ``self_play:`` section (``with_auto_presets``, from
 ``ghost.config.loader.resolve_options``), and on self-play turned on by default because the
 environment has opposing teams, with or without a config (``with_auto_preset``, from
 ``ghost.config.behavior_matching``). It sets the keys of the preset picked for the game's kind
-(``ghost.config.presets.auto_choice``) that still hold their defaults. A key written with another
-value keeps it; ``preset: none`` keeps ML-Agents' settings whatever the game. Hosts that bring
+(``ghost.config.presets.auto_choice``) that the configuration did not write
+(``RunOptions.origins``): a written key keeps its value, also where it equals ML-Agents' default
+(``magnet_strength: 0``); ``preset: none`` keeps ML-Agents' settings whatever the game. Hosts that bring
 their own trainer (Stable-Baselines3, RLlib, mlagents-learn) never call this: the preset's keys
 are ghost-learn's own trainer settings.
 """
@@ -20,7 +21,7 @@ import attrs
 
 from envs.settings import EnvironmentSettings
 from ghost.config.presets import AUTO, auto_choice, preset_values
-from ghost.config.settings import BehaviorSettings, RunOptions
+from ghost.config.settings import BehaviorSettings, KeyOrigins, RunOptions
 
 #: which keys a configuration wrote, as dotted paths from its top (``behaviors.B.self_play``);
 #: None when only the structured settings are known
@@ -41,17 +42,37 @@ def written_paths(raw: Any) -> frozenset[str]:
 def with_auto_presets(options: RunOptions, written: Written = None) -> RunOptions:
     """``options`` with every self-play behavior's absent or ``auto`` preset filled in
     (``default_settings`` too). ``written``: the keys the configuration wrote, which keep their
-    values even where they equal a default; without it, a key keeps a value that is not its
-    default."""
+    values even where they equal a default (default: ``options.origins``); where they are not
+    known, a key keeps a value that is not its default."""
+    if written is None:
+        written = all_written(options.origins)
     game = options.env_settings
     behaviors = {
-        name: with_auto_preset(settings, game, _below(written, f"behaviors.{name}"))
+        name: with_auto_preset(settings, game, behavior_written(written, name))
         for name, settings in options.behaviors.items()
     }
     default = options.default_settings
     if default is not None:
-        default = with_auto_preset(default, game, _below(written, "default_settings"))
+        default = with_auto_preset(default, game, behavior_written(written, None))
     return attrs.evolve(options, behaviors=behaviors, default_settings=default)
+
+
+def all_written(origins: KeyOrigins) -> Written:
+    """Every key path the file and the overrides wrote; None when the file's are unknown."""
+    if origins.config is None:
+        return None
+    return origins.config | origins.overrides
+
+
+def behavior_written(written: Written, name: str | None) -> Written:
+    """The keys written for behavior ``name`` (None: ``default_settings``), relative to its
+    section: its own, and those of ``default_settings``, which it inherits."""
+    inherited = _below(written, "default_settings")
+    if name is None or inherited is None:
+        return inherited
+    own = _below(written, f"behaviors.{name}")
+    assert own is not None
+    return own | inherited
 
 
 def with_auto_preset(

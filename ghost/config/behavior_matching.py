@@ -9,8 +9,13 @@ from typing import Any
 import attrs
 
 from envs.behavior_id import BehaviorId
-from envs.settings import EnvironmentSettings
-from ghost.config.auto_preset import with_auto_preset
+from ghost.config.auto_preset import (
+    Written,
+    all_written,
+    behavior_written,
+    with_auto_preset,
+)
+from ghost.config.presets import NOT_WITH_MEMORY
 from ghost.config.settings import BehaviorSettings, RunOptions, default_behavior_settings
 from ghost.core.settings import SelfPlaySettings
 from ghost.exceptions import EnvironmentSpecError
@@ -57,7 +62,7 @@ def match_behaviors(
     for name, ids in teams.items():
         resolved[name] = _settings_for(name, options)
         _check_teams_share_specs(name, ids, behavior_specs)
-    return _with_default_self_play(teams, resolved, all_teams, options.env_settings)
+    return _with_default_self_play(teams, resolved, all_teams, options)
 
 
 def _teams_by_name(behavior_specs: Mapping[BehaviorId, Any]) -> dict[str, list[BehaviorId]]:
@@ -101,12 +106,14 @@ def _with_default_self_play(
     teams: Mapping[str, list[BehaviorId]],
     resolved: Mapping[str, BehaviorSettings],
     all_teams: set[int],
-    game: EnvironmentSettings,
+    options: RunOptions,
 ) -> dict[str, BehaviorSettings]:
     """Adversarial behaviors without ``self_play`` get ML-Agents' defaults with ``preset: auto``
-    for the game (``ghost.config.auto_preset``), announced; with a single team a ``self_play``
-    section is only warned about."""
+    for the game (``ghost.config.auto_preset``; the keys the configuration wrote keep their
+    values), announced; with a single team a ``self_play`` section is only warned about."""
     settings = dict(resolved)
+    game = options.env_settings
+    written = all_written(options.origins)
     configured = next((n for n, b in settings.items() if b.self_play is not None), None)
     for name, ids in teams.items():
         adversarial = len(ids) > 1 or len(all_teams) > 1
@@ -115,9 +122,15 @@ def _with_default_self_play(
             if configured is None:
                 self_play, source = SelfPlaySettings(), "ML-Agents' default"
             else:
-                self_play, source = settings[configured].self_play, f"behaviors.{configured}'s"
+                section = settings[configured]
+                self_play = shared_self_play(
+                    section, settings[name], _section_written(options, written, configured)
+                )
+                source = f"behaviors.{configured}'s"
             settings[name] = with_auto_preset(
-                attrs.evolve(settings[name], self_play=self_play), game
+                attrs.evolve(settings[name], self_play=self_play),
+                game,
+                _section_written(options, written, name),
             )
             self_play = settings[name].self_play
             logger.info(
@@ -141,3 +154,29 @@ def _with_default_self_play(
                     name,
                 )
     return settings
+
+
+def _section_written(options: RunOptions, written: Written, name: str) -> Written:
+    """The keys written for behavior ``name``, whose settings are ``behaviors.<name>`` or else
+    ``default_settings``."""
+    return behavior_written(written, name if name in options.behaviors else None)
+
+
+def shared_self_play(
+    configured: BehaviorSettings, taker: BehaviorSettings, configured_written: Written
+) -> SelfPlaySettings:
+    """The ``self_play`` section of behavior ``configured`` as another behavior without one takes
+    it. A taker whose network has memory leaves out what ``configured``'s preset set there that
+    memory refuses (``NOT_WITH_MEMORY``); a key ``configured`` wrote (``configured_written``,
+    relative to its section) stays, for the start checks to refuse with its origin."""
+    self_play = configured.self_play
+    assert self_play is not None
+    if taker.network_settings.memory is None:
+        return self_play
+    defaults = SelfPlaySettings()
+    for dotted in NOT_WITH_MEMORY:
+        section, _, key = dotted.partition(".")
+        if section != "self_play" or (configured_written is None or dotted in configured_written):
+            continue
+        self_play = attrs.evolve(self_play, **{key: getattr(defaults, key)})
+    return self_play

@@ -10,7 +10,9 @@ settings that would otherwise do nothing without a word:
   comes after ``max_steps`` (``main_turns`` turns of ``team_change`` steps come first), or of which
   only some get a turn before ``max_steps``;
 - ``self_play.evaluation`` every more steps than ``max_steps``, or with no fixed opponent to play;
-- ``team_change`` not below ``max_steps`` for a behavior on several teams: it learns one side only;
+- ``team_change`` not below ``max_steps`` for a behavior on several teams: it learns one side only
+  (not said of a trial whose ``max_steps`` a flag shortened, ``--max-steps`` or ``max_steps=``:
+  the configuration's own budget is the one its turns were sized for);
 - ``fixed_opponents`` that the sampling never draws and no evaluation plays.
 
 Nothing is said for a run that only acts (``inference``).
@@ -24,12 +26,19 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from envs.behavior_id import BehaviorId
+from ghost.config.loader import MAX_STEPS_KEY
 from ghost.config.presets import AUTO, NO_PRESET, Game, auto_choice, preset_values
-from ghost.config.settings import BehaviorSettings
+from ghost.config.settings import BehaviorSettings, RunOptions
 from ghost.core.settings import SelfPlaySettings
 from trainers.settings import TrainerSettings
 
 logger = logging.getLogger(__name__)
+
+
+def shortened_by_flag(options: RunOptions) -> bool:
+    """Whether a flag or keyword (``--max-steps``, ``max_steps=``) set every behavior's
+    ``max_steps``: a trial of a configuration sized for longer."""
+    return MAX_STEPS_KEY in options.origins.overrides
 
 
 def log_effects(
@@ -38,6 +47,8 @@ def log_effects(
     *,
     training: bool = True,
     game: Game = None,
+    trial: bool = False,
+    presets: bool = True,
 ) -> None:
     """Log the presets in effect and warn about settings that cannot take effect.
 
@@ -46,6 +57,8 @@ def log_effects(
         behavior_ids: every behavior id the environment reports (names and teams).
         training: False for a run that only acts: nothing is said.
         game: the run's ``env_settings`` (or its ``env_path``), for what ``preset: auto`` picked.
+        trial: ``max_steps`` was shortened by a flag (``shortened_by_flag``).
+        presets: False leaves the preset lines to the caller (``--check`` prints them).
     """
     if not training:
         return
@@ -56,11 +69,11 @@ def log_effects(
     for name, settings in behaviors.items():
         if not isinstance(settings, BehaviorSettings) or settings.self_play is None:
             continue
-        line = preset_line(name, settings, game)
+        line = preset_line(name, settings, game) if presets else None
         if line is not None:
             logger.info(line)
         for problem in ineffective_settings(
-            name, settings, teams=teams.get(name, []), single_team=single_team
+            name, settings, teams=teams.get(name, []), single_team=single_team, trial=trial
         ):
             logger.warning(problem)
 
@@ -113,9 +126,15 @@ def _value_at(settings: Any, dotted: str) -> Any:
 
 
 def ineffective_settings(
-    name: str, settings: BehaviorSettings, *, teams: list[int], single_team: bool
+    name: str,
+    settings: BehaviorSettings,
+    *,
+    teams: list[int],
+    single_team: bool,
+    trial: bool = False,
 ) -> list[str]:
-    """Why settings of behavior ``name`` (on ``teams``) cannot take effect: one message each."""
+    """Why settings of behavior ``name`` (on ``teams``) cannot take effect: one message each.
+    ``trial``: ``max_steps`` was shortened by a flag."""
     self_play = settings.self_play
     if self_play is None:
         return []
@@ -125,12 +144,11 @@ def ineffective_settings(
     problems += _fixed_opponent_problems(where, self_play)
     problems += _learn_from_latest_problems(where, self_play, teams=teams)
     team_change = self_play.steps_per_team
-    if len(teams) > 1 and team_change >= settings.max_steps:
+    if len(teams) > 1 and team_change >= settings.max_steps and not trial:
         problems.append(
             f"{where}.team_change ({team_change}) is not below max_steps ({settings.max_steps}): "
-            f"the learner spends all its steps on its first team's turn, so of teams "
-            f"{', '.join(map(str, teams))} it only learns to play one; lower team_change "
-            "(it defaults to 5 x save_steps)"
+            f"one network plays teams {', '.join(map(str, teams))} but learns only as team "
+            f"{teams[0]}; lower team_change (default 5 x save_steps) or raise max_steps"
         )
     return problems
 

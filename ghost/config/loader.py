@@ -22,6 +22,7 @@ from ghost.config.auto_preset import with_auto_presets, written_paths
 from ghost.config.settings import (
     BehaviorSettings,
     CheckpointSettings,
+    KeyOrigins,
     RunOptions,
     default_behavior_settings,
 )
@@ -231,6 +232,8 @@ def resolve_options(
     record_seed: bool = True,
 ) -> RunOptions:
     """The final configuration of a run, built in one pass; what ``configuration.yaml`` records.
+    Its ``origins`` say which keys ``config`` and ``overrides`` wrote (a written key keeps its
+    value wherever a preset fills keys in, now or once the environment is known).
 
     1. ``config`` read (a YAML path, a parsed dict, ``RunOptions`` as is); None: with ``resume``
        the run's own ``configuration.yaml``, else the shipped config of the ``env_path`` given,
@@ -281,7 +284,8 @@ def resolve_options(
         changes["env_settings"] = attrs.evolve(options.env_settings, seed=seed)
     if deterministic:
         changes.update(_deterministic_behaviors(options))
-    options = attrs.evolve(options, **changes)
+    origins = _origins(config, overrides, max_steps_given=max_steps is not None)
+    options = attrs.evolve(options, **changes, origins=origins)
     if recorded is not None:
         return options  # the run's own record already holds what its preset set
     written = _written(config, overrides)
@@ -298,6 +302,21 @@ def _written(config: ConfigSource, overrides: Mapping[str, Any]) -> frozenset[st
         parts = key.split(".")
         paths.update(".".join(parts[: i + 1]) for i in range(len(parts)))
     return frozenset(paths)
+
+
+def _origins(
+    config: ConfigSource, overrides: Mapping[str, Any], *, max_steps_given: bool
+) -> KeyOrigins:
+    """The key paths ``config`` and ``overrides`` write (``max_steps`` for ``MAX_STEPS_KEY``);
+    the file's are unknown for settings given as ``RunOptions``, unless they say."""
+    paths: set[str] = {MAX_STEPS_KEY} if max_steps_given else set()
+    for key in overrides:
+        parts = key.split(".")
+        paths.update(".".join(parts[: i + 1]) for i in range(len(parts)))
+    if isinstance(config, RunOptions):
+        return KeyOrigins(config=config.origins.config, overrides=frozenset(paths))
+    raw = read_yaml(config) if isinstance(config, str | os.PathLike) else config or {}
+    return KeyOrigins(config=written_paths(raw), overrides=frozenset(paths))
 
 
 def _run_own_configuration(overrides: Mapping[str, Any]) -> ConfigSource:

@@ -72,9 +72,47 @@ class TorchSettings:
     acting_device: str | None = None
 
 
+#: ``attrs`` metadata of a ``RunOptions`` field that is no configuration key: never read from or
+#: written to YAML, never overridden, never compared
+NOT_A_KEY = "not_a_configuration_key"
+
+
+@attrs.frozen(kw_only=True)
+class KeyOrigins:
+    """Which keys a run's configuration wrote, as dotted paths from its top
+    (``behaviors.B.hyperparameters.beta``), so that a value written on purpose is told apart from
+    a default even where the two are equal.
+
+    Attributes:
+        config: the keys the YAML file (or dict) wrote; None when it came as ``RunOptions``.
+        overrides: the keys flags or keyword arguments set (``max_steps`` for ``--max-steps``).
+    """
+
+    config: frozenset[str] | None = None
+    overrides: frozenset[str] = frozenset()
+
+    def wrote(self, path: str) -> bool:
+        """Whether the file or an override wrote ``path`` (a key inside it counts too)."""
+        start = f"{path}."
+        keys = (self.config or frozenset()) | self.overrides
+        return any(key == path or key.startswith(start) for key in keys)
+
+    def below(self, prefix: str) -> frozenset[str] | None:
+        """The written paths under ``prefix``, relative to it; None when the file's keys are
+        unknown."""
+        if self.config is None:
+            return None
+        start = f"{prefix}."
+        keys = self.config | self.overrides
+        return frozenset(key[len(start) :] for key in keys if key.startswith(start))
+
+
 @attrs.frozen(kw_only=True)
 class RunOptions:
-    """The whole resolved configuration of one run."""
+    """The whole resolved configuration of one run.
+
+    ``origins`` is no key of the file: which keys it wrote (``resolve_options`` fills it in).
+    """
 
     behaviors: dict[str, BehaviorSettings] = attrs.Factory(dict)
     default_settings: BehaviorSettings | None = None
@@ -84,6 +122,9 @@ class RunOptions:
     torch_settings: TorchSettings = attrs.Factory(TorchSettings)
     environment_parameters: dict[str, EnvironmentParameterSettings] | None = None
     debug: bool = False
+    origins: KeyOrigins = attrs.field(
+        factory=KeyOrigins, eq=False, repr=False, metadata={NOT_A_KEY: True}
+    )
 
     def settings_for(self, behavior_name: str) -> BehaviorSettings:
         """The settings of a behavior, falling back to ``default_settings`` then the defaults."""

@@ -43,8 +43,9 @@ from envs.environment_parameters import (
     UniformSampler,
 )
 from envs.exceptions import did_you_mean
+from ghost.config.memory_support import memory_conflict, memory_refusal
 from ghost.config.presets import UnknownPresetError, expand_preset
-from ghost.config.settings import BehaviorSettings, CheckpointSettings, RunOptions
+from ghost.config.settings import NOT_A_KEY, BehaviorSettings, CheckpointSettings, RunOptions
 from ghost.core.curriculum import EnvironmentParameterSettings, Lesson
 from ghost.core.sampling import sampler_names
 from ghost.core.settings import SamplingSettings
@@ -197,8 +198,9 @@ def _structure_list(value: Any, cl: Any) -> list[Any]:
 # -- attrs classes -----------------------------------------------------------------------------
 @functools.cache
 def fields_of(cl: Any) -> dict[str, attrs.Attribute]:
+    """The configuration keys of settings class ``cl`` (fields marked ``NOT_A_KEY`` left out)."""
     attrs.resolve_types(cl)
-    return attrs.fields_dict(cl)
+    return {n: f for n, f in attrs.fields_dict(cl).items() if not f.metadata.get(NOT_A_KEY)}
 
 
 def _as_mapping(value: Any, cl: type) -> Mapping[str, Any]:
@@ -314,30 +316,13 @@ def _check_network(network: NetworkSettings) -> None:
         ).below("vis_encode_type")
 
 
-#: the trainer types that train networks with ``network_settings.memory``
-MEMORY_TRAINER_TYPES = ("ppo", "sac", "poca")
-
-
-def _check_memory_support(settings: BehaviorSettings, trainer_type: str) -> None:
-    """``network_settings.memory`` works with the trainer types of ``MEMORY_TRAINER_TYPES``,
-    without the magnet, the distilled average policy or learning from the latest opponent."""
-    if settings.network_settings.memory is None:
-        return
-    reason = None
-    if trainer_type not in MEMORY_TRAINER_TYPES:
-        reason = (
-            f"memory is not supported with trainer_type {trainer_type} yet, only with "
-            f"{', '.join(MEMORY_TRAINER_TYPES)}"
-        )
-    elif getattr(settings.hyperparameters, "magnet_strength", 0) > 0:
-        reason = "memory with hyperparameters.magnet_strength > 0 is not supported yet"
-    elif settings.self_play is not None and settings.self_play.average_policy.enabled:
-        reason = "memory with self_play.average_policy is not supported yet"
-    elif settings.self_play is not None and settings.self_play.learn_from_latest:
-        reason = "memory with self_play.learn_from_latest is not supported yet"
-    if reason is not None:
+def _check_memory_support(settings: BehaviorSettings) -> None:
+    """A network with memory refuses some keys (``ghost.config.memory_support``); in a file they
+    are written there, or in ``default_settings``."""
+    conflict = memory_conflict(settings)
+    if conflict is not None:
         raise (
-            ConfigProblem(f"{reason}; remove the memory section", kind=UnsupportedFeatureError)
+            ConfigProblem(memory_refusal(conflict, "written"), kind=UnsupportedFeatureError)
             .below("memory")
             .below("network_settings")
         )
@@ -411,7 +396,7 @@ def _structure_trainer_settings(value: Any, _: type) -> BehaviorSettings:
             .below("shared_critic")
             .below("hyperparameters")
         )
-    _check_memory_support(settings, trainer_type)
+    _check_memory_support(settings)
     if "extrinsic" not in settings.reward_signals:
         raise ConfigProblem(
             "the extrinsic reward signal is required; add `extrinsic: {}`",
@@ -589,7 +574,11 @@ def _is_generic(origin: type) -> Any:
 
 def _unstructure_attrs(obj: Any) -> dict[str, Any]:
     # The runtime class, not the declared one: ``hyperparameters`` holds a subclass.
-    return {f.name: _unstructure_value(getattr(obj, f.name)) for f in attrs.fields(type(obj))}
+    return {
+        f.name: _unstructure_value(getattr(obj, f.name))
+        for f in attrs.fields(type(obj))
+        if not f.metadata.get(NOT_A_KEY)
+    }
 
 
 def _unstructure_value(value: Any) -> Any:

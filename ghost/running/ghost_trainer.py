@@ -22,6 +22,7 @@ from ghost.core.controller import GhostController, TeamChange
 from ghost.core.ghost_cycle import GhostCycle, MatchResult, Route, finished_matches
 from ghost.core.opponents import Opponent
 from ghost.core.self_play import SelfPlayState
+from ghost.core.settings import SelfPlaySettings
 from ghost.core.snapshots import Snapshot
 from ghost.exceptions import ConfigError
 from ghost.running.average_policy import AveragePolicy
@@ -34,6 +35,24 @@ from trainers.run_layout import RunLayout
 from trainers.stats import ELO
 
 SnapshotListener = Callable[["GhostTrainer", Snapshot], None]
+
+
+def check_learn_from_latest(
+    behavior_name: str, self_play: SelfPlaySettings, trainer_class: type
+) -> None:
+    """``self_play.learn_from_latest`` needs a trainer that can drop a team's partial
+    trajectories (``Trainer.forget_partial``); also checked before training starts.
+
+    Raises:
+        ConfigError: the trainer cannot.
+    """
+    forget = getattr(trainer_class, "forget_partial", Trainer.forget_partial)
+    if self_play.learn_from_latest and forget is Trainer.forget_partial:
+        raise ConfigError(
+            f"behaviors.{behavior_name}.self_play.learn_from_latest: trainer "
+            f"{trainer_class.__name__} cannot drop a team's partial trajectories "
+            "(Trainer.forget_partial), which learning from the latest copy needs; remove the key"
+        )
 
 
 class GhostTrainer(Trainer):
@@ -65,15 +84,7 @@ class GhostTrainer(Trainer):
             acting_device=trainer.acting_device, training=trainer.training,
         )  # fmt: skip
         self.stats = trainer.stats  # one reporter per behavior: the wrapped trainer's
-        if (
-            state.settings.learn_from_latest
-            and type(trainer).forget_partial is Trainer.forget_partial
-        ):
-            raise ConfigError(
-                f"behaviors.{trainer.behavior_name}.self_play.learn_from_latest: trainer "
-                f"{type(trainer).__name__} cannot drop a team's partial trajectories "
-                "(Trainer.forget_partial), which learning from the latest copy needs; remove the key"
-            )
+        check_learn_from_latest(trainer.behavior_name, state.settings, type(trainer))
         self.trainer = trainer
         self.controller = controller
         self.state = state

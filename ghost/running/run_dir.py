@@ -1,8 +1,9 @@
 """Preparing a run's results folder: the ``--resume`` / ``--force`` / ``--initialize-from`` rules.
 
 A prepared folder stays locked (``trainers.run_lock``) until the run releases it, so that no second
-process trains into it, or ``--force``s it away, while the first one runs. The layout of the folder
-itself is ``trainers.run_layout.RunLayout``'s to name.
+process trains into it, or ``--force``s it away, while the first one runs; meanwhile what the run
+prints goes to ``run_logs/console.log`` too (``trainers.run_logs.ConsoleLog``). The layout of the
+folder itself is ``trainers.run_layout.RunLayout``'s to name.
 """
 
 from __future__ import annotations
@@ -10,13 +11,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import shutil
+import sys
 from pathlib import Path
 
 import attrs
 
+from ghost.config.run_folders import has_results, missing_run_message
 from ghost.config.settings import CheckpointSettings, RunOptions
 from ghost.exceptions import RunDirectoryError
 from ghost.running.run_configuration import record_configuration
+from trainers.console_log import CONSOLE_LOG_NAME, ConsoleLog
 from trainers.run_layout import RunLayout, has_unsafe_characters
 from trainers.run_lock import LOCK_FILE_NAME, RunLock
 
@@ -29,10 +33,6 @@ def _check_run_id(run_id: str) -> None:
             f"run id {run_id!r} cannot name a folder; use letters, digits, '-', '_' or '.' "
             "(for example --run-id tennis-01)"
         )
-
-
-def _has_content(path: Path) -> bool:
-    return path.is_dir() and any(entry.name != LOCK_FILE_NAME for entry in path.iterdir())
 
 
 def _delete_contents(root: Path, *, ignore_errors: bool = False) -> None:
@@ -57,6 +57,16 @@ def _create(folder: Path) -> None:
         ) from error
 
 
+def _console_log(run_logs: Path) -> ConsoleLog:
+    try:
+        return ConsoleLog(run_logs / CONSOLE_LOG_NAME)
+    except OSError as error:
+        raise RunDirectoryError(
+            f"cannot write the console log in {run_logs}: {error.strerror}; choose a writable "
+            "--results-dir"
+        ) from error
+
+
 def _lock(root: Path, run_id: str) -> RunLock:
     """The lock of run folder ``root`` (created if missing), taken.
 
@@ -76,15 +86,23 @@ def _lock(root: Path, run_id: str) -> RunLock:
 
 def _check_flags(settings: CheckpointSettings, *, root: Path, exists: bool) -> None:
     if settings.resume and not exists:
-        raise RunDirectoryError(
-            f"cannot resume run {settings.run_id!r}: nothing found at {root}; "
-            "start it without --resume (or check --run-id and --results-dir)"
-        )
+        raise RunDirectoryError(missing_run_message(settings.run_id, settings.results_dir))
     if exists and not (settings.resume or settings.force):
         raise RunDirectoryError(
             f"run {settings.run_id!r} already exists at {root}; pass --resume to continue it, "
             "--force to overwrite it, or choose another --run-id"
         )
+
+
+def _checked_root(settings: CheckpointSettings) -> Path:
+    """The run folder of ``settings``, once its run id and ``--resume``/``--force`` pass."""
+    _check_run_id(settings.run_id)
+    if settings.resume and settings.force:
+        raise RunDirectoryError(
+            "--resume and --force contradict each other: --resume continues run "
+            f"{settings.run_id!r}, --force deletes it; pass only one"
+        )
+    return Path(settings.results_dir) / settings.run_id
 
 
 def _initialize_from(settings: CheckpointSettings) -> Path | None:
@@ -112,6 +130,7 @@ class RunDirectory:
         created: ``prepare`` created the folder (it held no results before).
         lock: the folder's lock, held from ``prepare`` until ``release`` (None for a folder
             opened to read with ``existing``).
+        console: ``run_logs/console.log``, written from ``prepare`` until ``release``.
     """
 
     root: Path
@@ -119,6 +138,22 @@ class RunDirectory:
     initialize_from: Path | None = None
     created: bool = False
     lock: RunLock | None = attrs.field(default=None, eq=False, repr=False)
+    console: ConsoleLog | None = attrs.field(default=None, eq=False, repr=False)
+
+    @classmethod
+    def check(cls, checkpoint_settings: CheckpointSettings) -> Path:
+        """What ``prepare`` refuses about the flags and the disk, without locking or creating
+        anything (``ghost-learn --check``, and every run before it looks for its environment);
+        returns the run folder's path.
+
+        Raises:
+            RunDirectoryError: as ``prepare``.
+        """
+        settings = checkpoint_settings
+        root = _checked_root(settings)
+        _check_flags(settings, root=root, exists=has_results(root))
+        _initialize_from(settings)
+        return root
 
     @classmethod
     def prepare(cls, checkpoint_settings: CheckpointSettings) -> RunDirectory:
@@ -136,35 +171,31 @@ class RunDirectory:
             RunLockedError: another live process holds the run folder (the message names it).
         """
         settings = checkpoint_settings
-        _check_run_id(settings.run_id)
-        root = Path(settings.results_dir) / settings.run_id
-        if settings.resume and settings.force:
-            raise RunDirectoryError(
-                "--resume and --force contradict each other: --resume continues run "
-                f"{settings.run_id!r}, --force deletes it; pass only one"
-            )
+        root = _checked_root(settings)
         lock = _lock(root, settings.run_id) if root.is_dir() else None
         try:
-            exists = _has_content(root)
+            exists = has_results(root)
             _check_flags(settings, root=root, exists=exists)
             initialize_from = _initialize_from(settings)
             if lock is None:
                 lock = _lock(root, settings.run_id)
-                exists = _has_content(root)  # another run may have begun since we looked
+                exists = has_results(root)  # another run may have begun since we looked
                 _check_flags(settings, root=root, exists=exists)
             if exists and settings.force:
                 logger.info(
                     "--force: deleting the previous results of run %r at %s", settings.run_id, root
                 )
                 _delete_contents(root)
+            run_logs = RunLayout(root).run_logs_dir
+            _create(run_logs)
             run_dir = cls(
                 root=root,
                 resumed=settings.resume,
                 initialize_from=initialize_from,
                 created=not settings.resume,
                 lock=lock,
+                console=_console_log(run_logs),
             )
-            _create(run_dir.layout.run_logs_dir)
         except BaseException:
             if lock is not None:
                 lock.release()
@@ -176,6 +207,8 @@ class RunDirectory:
         so that retrying needs no ``--force``; returns whether it was deleted. Releases the lock."""
         if not self.created or self.layout.checkpoint_index_path.exists():
             return False
+        if self.console is not None:
+            self.console.close()
         # emptied while still locked, so that no run starting meanwhile loses its files
         _delete_contents(self.root, ignore_errors=True)
         self.release()
@@ -185,7 +218,11 @@ class RunDirectory:
         return True
 
     def release(self) -> None:
-        """Let other processes use the run folder (its lock file goes); harmless to repeat."""
+        """Let other processes use the run folder (its lock file goes) and close its console log;
+        harmless to repeat. Called while an exception propagates (from a ``finally:``), the log
+        ends with it, as the console shows it."""
+        if self.console is not None:
+            self.console.close(sys.exc_info()[1])
         if self.lock is not None:
             self.lock.release()
 

@@ -24,6 +24,20 @@ from ghost.running.ghost_trainer import GhostTrainer
 logger = logging.getLogger(__name__)
 
 
+def check_evaluation_game(behavior_name: str, game: str | None) -> None:
+    """A scheduled evaluation plays a built-in game (``game``: the run's, or None); also checked
+    before training starts.
+
+    Raises:
+        ConfigError: the run's environment is no built-in game.
+    """
+    if game is None:
+        raise ConfigError(
+            f"behaviors.{behavior_name}.self_play.evaluation plays a built-in game "
+            "and this run's environment is not one; remove the evaluation section"
+        )
+
+
 class ScheduledEvaluation:
     """Runs one behavior's scheduled evaluations when its trainer step comes due."""
 
@@ -37,11 +51,7 @@ class ScheduledEvaluation:
         seed: int,
         games: GameRunner | None = None,
     ) -> None:
-        if game is None:
-            raise ConfigError(
-                f"behaviors.{trainer.behavior_name}.self_play.evaluation plays a built-in game "
-                "and this run's environment is not one; remove the evaluation section"
-            )
+        check_evaluation_game(trainer.behavior_name, game)
         self.trainer = trainer
         self.settings = settings
         self.game = game

@@ -2,7 +2,8 @@
 
 It extends ``trainers.training_loop.TrainingLoop`` through its hooks only:
 
-- behaviors are matched to the run configuration (``ghost.config.behavior_matching``);
+- behaviors are matched to the run configuration and checked as ``ghost-learn --check`` checks
+  them (``ghost.running.start_checks``);
 - a behavior with ``self_play`` gets its trainer wrapped in a ``GhostTrainer`` (with its
   ``SelfPlayState``, fixed opponents and scheduled evaluation);
 - between steps the ``GhostController``'s team change, if any, is applied: every ghost swaps and
@@ -25,11 +26,9 @@ import attrs
 from mlagents_envs.base_env import BehaviorSpec
 
 from envs.behavior_id import BehaviorId
-from envs.games import BUILTIN_GAMES
 from envs.openspiel import OpenSpielSource
 from envs.stepping import EnvStepper, StepResult
-from ghost.config.behavior_matching import match_behaviors
-from ghost.config.effects import log_effects
+from ghost.config.effects import log_effects, shortened_by_flag
 from ghost.config.loader import write_options
 from ghost.config.settings import BehaviorSettings, RunOptions
 from ghost.core.controller import GhostController
@@ -42,6 +41,7 @@ from ghost.running.ghost_trainer import GhostTrainer
 from ghost.running.league import exploiter_factory
 from ghost.running.lessons import LessonSchedule
 from ghost.running.scheduled_evaluation import ScheduledEvaluation
+from ghost.running.start_checks import builtin_game, check_start
 from trainers.base import Trainer
 from trainers.callbacks import TrainingCallback
 from trainers.run_layout import RunLayout
@@ -91,12 +91,11 @@ class SelfPlaySession(TrainingLoop):
     @property
     def builtin_game(self) -> str | None:
         """The built-in game this run trains, if it is one."""
-        env_path = self.options.env_settings.env_path
-        return env_path if env_path in BUILTIN_GAMES else None
+        return builtin_game(self.options)
 
     # -- hooks of the training loop ------------------------------------------------------------
     def settings_for(self, behavior_specs: Mapping[BehaviorId, BehaviorSpec]) -> dict[str, Any]:
-        matched = match_behaviors(self.options, behavior_specs)
+        matched = check_start(self.options, behavior_specs)
         self._record_matched(matched)
         return matched
 
@@ -137,8 +136,15 @@ class SelfPlaySession(TrainingLoop):
         log_effects(
             {name: trainer.settings for name, trainer in self.trainers.items()},
             self.stepper.behavior_specs, training=self.training,
-            game=self.options.env_settings,
+            game=self.options.env_settings, trial=shortened_by_flag(self.options),
         )  # fmt: skip
+        if not self.training and not resume and not self.initialize_from_files:
+            logger.warning(
+                "--inference on a new run: no checkpoint or policy to load, so %s act with "
+                "untrained (random) weights; add --resume to watch a trained run, or "
+                "--initialize-from RUN_ID",
+                ", ".join(sorted(self.trainers)),
+            )
         self.lessons.warn_unknown_behaviors(self.trainers)
         if self.lessons.curriculum.lessons != initial:  # a resumed run continues its lessons
             self.stepper.set_environment_parameters(self.lessons.values())
