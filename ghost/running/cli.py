@@ -16,14 +16,12 @@ from typing import Any
 from envs.behavior_id import BehaviorId
 from envs.stepping import InProcessStepper
 from ghost.command_line import EXIT_INTERRUPTED, VersionAction, run_command, setup_logging
-from ghost.config.behavior_matching import match_behaviors
+from ghost.config.effects import log_effects, preset_line, shortened_by_flag
 from ghost.config.environment import env_factory_for
 from ghost.config.loader import resolve_options
 from ghost.config.settings import BehaviorSettings, RunOptions
 from ghost.config.torch_device import check_torch_settings
-from ghost.core.curriculum import Curriculum
-from ghost.exceptions import ConfigError, EnvironmentSpecError
-from trainers import registry
+from ghost.exceptions import EnvironmentSpecError
 
 logger = logging.getLogger(__name__)
 
@@ -222,7 +220,9 @@ def _read_specs(factory: Any, seed: int) -> dict[BehaviorId, Any]:
         stepper.close()
 
 
-def _describe_behavior(name: str, teams: list[int], spec: Any, settings: BehaviorSettings) -> str:
+def _describe_behavior(
+    name: str, teams: list[int], spec: Any, settings: BehaviorSettings, options: RunOptions
+) -> str:
     observations = ", ".join(str(tuple(obs.shape)) for obs in spec.observation_specs) or "none"
     action = spec.action_spec
     actions = [f"continuous {action.continuous_size}"] if action.continuous_size else []
@@ -238,39 +238,51 @@ def _describe_behavior(name: str, teams: list[int], spec: Any, settings: Behavio
             f"latest ratio {self_play.play_against_latest_model_ratio})"
         )
     )
-    return "\n".join(
-        [
-            f"behavior {name}",
-            f"  teams:        {', '.join(map(str, teams))}",
-            f"  trainer:      {settings.trainer_type} (max_steps {settings.max_steps})",
-            f"  self_play:    {self_play_text}",
-            f"  observations: {observations}",
-            f"  actions:      {'; '.join(actions) or 'none'}",
-        ]
-    )
+    lines = [
+        f"behavior {name}",
+        f"  teams:        {', '.join(map(str, teams))}",
+        f"  trainer:      {settings.trainer_type} (max_steps {settings.max_steps})",
+        f"  self_play:    {self_play_text}",
+    ]
+    preset = preset_line(name, settings, options.env_settings)
+    if preset is not None:  # the line training logs, so the two agree word for word
+        lines.append(f"  preset:       {preset.removeprefix(f'behaviors.{name}: ')}")
+    lines += [
+        f"  observations: {observations}",
+        f"  actions:      {'; '.join(actions) or 'none'}",
+    ]
+    return "\n".join(lines)
 
 
 def run_check(options: RunOptions, factory: Any) -> int:
-    """``--check``: open the environment once, match its behaviors to ``options``, print a summary.
+    """``--check``: what training refuses before its first step, without training. The torch
+    devices and the run folder's flags (``RunDirectory.check``), then the environment opened
+    once and its behaviors checked by ``check_start``, which training calls too; prints what
+    each behavior would train with (presets filled in) and logs the warnings training would.
 
     Raises:
-        EnvironmentSpecError, TrainerTypeError: the environment does not fit the configuration.
+        GhostError: what training would refuse at its start, with the same message.
     """
+    from ghost.running.start_checks import check_start  # loads the trainers' modules (torch)
+
     check_torch_settings(options.torch_settings)
+    check_run_folder(options)
     specs = _read_specs(factory, options.env_settings.seed)
     if not specs:
         raise EnvironmentSpecError(
             "the environment reports no behaviors after reset; it has nothing to train"
         )
-    resolved = match_behaviors(options, specs)
-    for settings in resolved.values():
-        registry.trainer_class(settings.trainer_type)
-    _check_curriculum(options, resolved)
+    resolved = check_start(options, specs)
+    log_effects(
+        resolved, specs, training=not options.checkpoint_settings.inference,
+        game=options.env_settings, trial=shortened_by_flag(options), presets=False,
+    )  # fmt: skip
     describe = getattr(factory, "describe", None)
     print(f"environment: {describe() if describe else repr(factory)}")
     for name, settings in resolved.items():
         ids = sorted(bid for bid in specs if bid.name == name)
-        print(_describe_behavior(name, [bid.team for bid in ids], specs[ids[0]], settings))
+        teams = [bid.team for bid in ids]
+        print(_describe_behavior(name, teams, specs[ids[0]], settings, options))
     checkpoint = options.checkpoint_settings
     print(
         f"check passed: {len(resolved)} behavior(s), {len({b.team for b in specs})} team(s); "
@@ -279,19 +291,16 @@ def run_check(options: RunOptions, factory: Any) -> int:
     return 0
 
 
-def _check_curriculum(options: RunOptions, resolved: Mapping[str, BehaviorSettings]) -> None:
-    """The lessons training would refuse at start: an Elo or win-rate measure on a behavior
-    without self-play, a win rate against a fixed opponent it does not have."""
-    curriculum = Curriculum(options.environment_parameters or {})
-    for name, settings in resolved.items():
-        self_play = settings.self_play
-        names = None if self_play is None else [f.name for f in self_play.fixed_opponents]
-        problem = curriculum.self_play_problem(name, names)
-        if problem is not None:
-            raise ConfigError(problem)
-
-
 # -- training ----------------------------------------------------------------------------------
+def check_run_folder(options: RunOptions) -> None:
+    """The run folder's rules, before anything else: ``--resume`` of a run that does not exist
+    names the runs that do, ``--initialize-from`` a missing run, a run id taken without
+    ``--resume``/``--force``."""
+    from ghost.running.run_dir import RunDirectory
+
+    RunDirectory.check(options.checkpoint_settings)
+
+
 def run_learn(options: RunOptions, factory: Any) -> int:
     """Train through ``ghost.train``'s machinery: prepare the run folder, write configuration.yaml,
     train. A run stopped by Ctrl-C (after its checkpoint) exits with 130, as a shell expects."""
@@ -317,6 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         options = load_run_options(config_path, args, deterministic=deterministic, check=check)
         debug[0] = options.debug
         setup_logging(options.debug)
+        check_run_folder(options)  # before any environment is looked for or waited on
         factory = env_factory_for(options)
         if check:
             return run_check(options, factory)
