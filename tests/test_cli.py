@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import socket
 import subprocess
 import sys
 import types
@@ -172,10 +173,15 @@ def test_flag_values_are_checked_like_yaml(capsys):
     assert code == 2 and "--seed = 'x': expected a whole number" in err
 
 
-def test_no_environment_anywhere(capsys, write_yaml):
-    code, _, err = run_cli(capsys, write_yaml(DUEL_SELF_PLAY), "--check")
+def test_no_environment_anywhere_waits_for_the_unity_editor(capsys, write_yaml):
+    # as mlagents-learn: no --env trains in the Editor (tests/test_unity_editor.py)
+    with socket.socket() as probe:
+        probe.bind(("localhost", 0))
+        port = probe.getsockname()[1]
+    code, _, err = run_cli(capsys, write_yaml(DUEL_SELF_PLAY), "--check", "--base-port", port,
+                           "--timeout-wait", "1")  # fmt: skip
     assert code == 2
-    assert "no environment given: pass --env or set env_settings.env_path" in err
+    assert f"no Unity Editor connected to port {port} within 1 s" in err and "--env" in err
 
 
 def test_user_error_in_a_subprocess_has_no_traceback(write_yaml):

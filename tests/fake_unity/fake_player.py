@@ -17,7 +17,12 @@ K`` (a DecisionRequester's period, default 1; actions repeat between decisions),
 ``--fake-respawn-agents`` (see agent ids in ``agent_infos``), ``--fake-exit-at-start CODE`` (log
 start-up lines and a fatal error, then exit with CODE before connecting, as a build missing a file
 or a GPU does), ``--fake-communication-version V`` (claim API V in the handshake instead of 1.5.0,
-for a build of an incompatible ML-Agents release).
+for a build of an incompatible ML-Agents release), ``--fake-leave-play-after-steps N`` (after N
+environment steps send a message with status 400 and exit 0, as the Unity Editor's communicator
+does when Play mode ends).
+
+Started by hand with ``--mlagents-port`` on the port a trainer listens on with no build to start,
+the player stands in for the Unity Editor after Play is pressed: the Editor is a gRPC client too.
 
 Protocol, as ``RpcCommunicator.cs`` does it (the player is the gRPC client of
 ``UnityToExternalProto/Exchange``; every message carries a header with status 200):
@@ -60,7 +65,7 @@ Player log (``-logFile``, appended to): JSON lines, flushed after each, each wit
 - ``training_analytics``: message (the protobuf type) and its fields;
   ``unknown_side_channel``: channel_id, length; ``side_channel_error``: channel_id, error;
 - ``reset``: episode (count of RESET commands), steps (environment steps so far), parameters;
-- ``crash``: step, exit_code (3); ``quit``: reason, exit_code;
+- ``crash``: step, exit_code (3); ``leave_play``: step; ``quit``: reason, exit_code;
 - under ``--fake-exit-at-start``: ``startup`` (line, message) lines, then ``fatal`` (message,
   exit_code).
 """
@@ -68,6 +73,7 @@ Player log (``-logFile``, appended to): JSON lines, flushed after each, each wit
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -162,6 +168,7 @@ class Options:
     ignored_args: list[str]
     exit_at_start: int | None = None
     communication_version: str = COMMUNICATION_VERSION
+    leave_play_after_steps: int | None = None
 
 
 def parse_options(argv: Sequence[str]) -> Options:
@@ -177,6 +184,7 @@ def parse_options(argv: Sequence[str]) -> Options:
     parser.add_argument("--fake-respawn-agents", action="store_true")
     parser.add_argument("--fake-exit-at-start", type=int)
     parser.add_argument("--fake-communication-version", default=COMMUNICATION_VERSION)
+    parser.add_argument("--fake-leave-play-after-steps", type=int)
     known, ignored = parser.parse_known_args(list(argv))
     if known.fake_decision_period < 1:
         parser.error(f"--fake-decision-period must be >= 1, got {known.fake_decision_period}")
@@ -192,6 +200,7 @@ def parse_options(argv: Sequence[str]) -> Options:
         ignored_args=ignored,
         exit_at_start=known.fake_exit_at_start,
         communication_version=known.fake_communication_version,
+        leave_play_after_steps=known.fake_leave_play_after_steps,
     )
 
 
@@ -312,6 +321,7 @@ class FakePlayer:
         self.agents.add_rewards(outcome.rewards, outcome.group_rewards)
         self.steps += 1
         self._maybe_crash()
+        self._maybe_leave_play()
         areas = np.flatnonzero(outcome.ended)
         if len(areas):
             self._end_episodes(areas, interrupted=outcome.interrupted)
@@ -367,6 +377,18 @@ class FakePlayer:
             Path(marker).write_text(f"crashed after {self.steps} steps\n", encoding="utf-8")
         self.log.write("crash", step=self.steps, exit_code=CRASH_EXIT_CODE)
         os._exit(CRASH_EXIT_CODE)
+
+    def _maybe_leave_play(self) -> None:
+        """``--fake-leave-play-after-steps``: what the Editor's communicator does when Play mode
+        ends (status 400, to which the trainer does not reply), then quit."""
+        limit = self.options.leave_play_after_steps
+        if limit is None or self.steps < limit:
+            return
+        self.log.write("leave_play", step=self.steps)
+        # the trainer closes its server instead of replying
+        with contextlib.suppress(grpc.RpcError):
+            self._stub.Exchange(UnityMessageProto(header=HeaderProto(status=400)), timeout=5)
+        raise PlayerQuit("left play mode")
 
 
 def new_message() -> UnityMessageProto:
