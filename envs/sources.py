@@ -13,7 +13,8 @@ steppers call it once per environment copy (in worker processes too). ``--env`` 
    extension), started with ``mlagents_envs.environment.UnityEnvironment``.
 
 They are tried in that order. ``resolve_env`` checks everything it can up front, so a wrong
-``--env`` fails before any worker starts.
+``--env`` fails before any worker starts. A training run that names no environment at all trains
+in the Unity Editor instead (``envs.unity_editor``, chosen by ``ghost.config.environment``).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from mlagents_envs.base_env import BaseEnv
 
 from envs.exceptions import EnvironmentSourceError
 from envs.settings import EngineSettings, EnvironmentSettings
-from envs.unity_build import UNITY_SUFFIXES, UnityBuild
+from envs.unity_build import UNITY_SUFFIXES, UnityBuild, check_executable
 
 logger = logging.getLogger(__name__)
 
@@ -247,7 +248,12 @@ def _unity_candidates(path: str) -> list[Path]:
 def _unity_build(
     path: str, env_settings: EnvironmentSettings | None, engine_settings: EngineSettings | None
 ) -> UnityBuild:
-    """The factory of the Unity build at ``path``, launched as the settings (or defaults) say."""
+    """The factory of the Unity build at ``path``, launched as the settings (or defaults) say.
+
+    Raises:
+        EnvironmentSourceError: ``path`` cannot start as a player (``check_executable``).
+    """
+    check_executable(path)
     env_settings = env_settings or EnvironmentSettings()
     return UnityBuild(
         file_name=path,

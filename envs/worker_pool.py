@@ -14,7 +14,10 @@ carry ``w * ARENA_STRIDE``.
 A worker whose environment raises, or that dies, is logged with its traceback, replaced (same
 worker id, new seed) and reset. Its agents are missing from the output of the step that failed and
 come back, with the reset observations, in the output of the next ``step``. Restarts are limited
-per worker as in ML-Agents (``-1`` = unlimited).
+per worker as in ML-Agents (``-1`` = unlimited). Restarts are for crashes during the run: a worker
+whose environment fails at the first start (a build that is not one, a port in use, a player that
+never connects) stops the pool at once with that failure, since starting it again would only fail
+the same way.
 
 **Answers that arrive late.** ``step`` asks ``_gather`` for the answers of the workers it is
 waiting on. The default waits for all of them (lock-step); a subclass may return only some and keep
@@ -249,7 +252,7 @@ class WorkerPoolStepper(EnvStepper):
                 try:
                     self._absorb_specs(link.receive())
                 except WorkerFailure as failure:
-                    self._restart(link.worker_id, failure.details, phase="startup", reset=False)
+                    raise self._startup_failure(link.worker_id, failure.details) from None
         except BaseException:
             self.close()
             raise
@@ -259,6 +262,14 @@ class WorkerPoolStepper(EnvStepper):
             self.worker_kind,
             description,
             time.perf_counter() - started,
+        )
+
+    def _startup_failure(self, worker_id: int, details: str) -> EnvironmentWorkerError:
+        """The error of a worker that failed at its first start: not restarted, its details as
+        they are (a traceback on lines of its own)."""
+        separator = "\n" if details.startswith("Traceback") else " "
+        return EnvironmentWorkerError(
+            f"Environment {self.worker_kind} {worker_id} failed during startup:{separator}{details}"
         )
 
     def _send(self, messages: Mapping[int, tuple[str, Any]]) -> dict[int, str]:
@@ -272,8 +283,8 @@ class WorkerPoolStepper(EnvStepper):
                 failures[worker_id] = failure.details
         return failures
 
-    def _restart(self, worker_id: int, details: str, *, phase: str, reset: bool = True) -> Answer:
-        """Replace a failed worker and (with ``reset``) reset it; returns its reset answer.
+    def _restart(self, worker_id: int, details: str, *, phase: str) -> Answer:
+        """Replace a worker that failed during the run and reset it; returns its reset answer.
 
         Raises ``EnvironmentWorkerError`` once the worker is out of restarts.
         """
@@ -301,8 +312,6 @@ class WorkerPoolStepper(EnvStepper):
                 self._absorb_specs(link.receive())
                 if self._parameters:
                     link.send((PARAMETERS, self._parameters))
-                if not reset:
-                    return None, {}, None
                 phase = "reset after a restart"
                 link.send((RESET, None))
                 return link.receive()

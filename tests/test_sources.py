@@ -104,7 +104,9 @@ def test_num_areas_sizes_a_builtin_game():
 
 
 def test_unity_build_path(tmp_path, monkeypatch):
-    (tmp_path / "Tennis.x86_64").write_text("")
+    build = tmp_path / "Tennis.x86_64"
+    build.write_bytes(b"\x7fELF")  # a program, as resolve_env checks
+    build.chmod(0o755)
     created = {}
 
     class FakeUnityEnvironment(FakeEnv):
