@@ -3,7 +3,9 @@ code 2, no traceback) and leave nothing behind that stops the same run id from s
 resuming once the input is fixed. ``scripts/fault_campaign.py`` runs them all as subprocesses;
 ``tests/test_malformed_inputs.py`` runs them in-process.
 
-Each case is a config text (or the good config), flags, and a piece of the expected message.
+Each case is a config text (or the good config, or none at all), flags, and a piece of the
+expected message. A case with ``--check`` is one that training refuses at its start too, with the
+same message (``tests/test_first_hour_traps.py`` compares the two).
 """
 
 from __future__ import annotations
@@ -36,9 +38,13 @@ class MalformedInput:
     yaml: str | None = GOOD
     flags: tuple[str, ...] = ()
     config_path: str | None = None  # a path given as is (missing file, a folder)
+    without_config: bool = False  # the command names no config at all
 
     def argv(self, work: Path, good: Path) -> list[str]:
-        """``[config, *flags]`` for this case, writing its config into ``work``."""
+        """``[config, *flags]`` for this case (``flags`` alone without a config), writing its
+        config into ``work``."""
+        if self.without_config:
+            return list(self.flags)
         if self.config_path is not None:
             config = Path(self.config_path.format(work=work))
         elif self.yaml is None:
@@ -101,11 +107,45 @@ MALFORMED_INPUTS = [
     ),
     MalformedInput(
         "recurrent memory with the magnet",
-        "memory with hyperparameters.magnet_strength > 0 is not supported yet",
+        "hyperparameters.magnet_strength = 0.3 (written) is not supported with a network with "
+        "memory yet; write hyperparameters.magnet_strength: 0, or remove the memory section",
         behavior(
             "    hyperparameters: {magnet_strength: 0.3}\n"
             "    network_settings: {memory: {memory_size: 64}}\n"
         ),
+    ),
+    MalformedInput(
+        "memory with learn_from_latest",
+        "self_play.learn_from_latest = True (written) is not supported with a network with memory",
+        "behaviors:\n  Duel:\n    network_settings: {memory: {memory_size: 64}}\n"
+        "    self_play: {learn_from_latest: true}\n" + ENV,
+    ),
+    # -- what training refuses at its start: --check refuses it too
+    MalformedInput(
+        "--check: scripted opponent outside a built-in game",
+        "needs a built-in game",
+        "behaviors:\n  Duel:\n    self_play: {fixed_opponents: [{name: m, scripted: medium}]}\n"
+        + ENV,
+        flags=("--check",),
+    ),
+    MalformedInput(
+        "scripted opponent outside a built-in game",
+        "needs a built-in game",
+        "behaviors:\n  Duel:\n    self_play: {fixed_opponents: [{name: m, scripted: medium}]}\n"
+        + ENV,
+    ),
+    MalformedInput(
+        "--check: evaluation outside a built-in game",
+        "plays a built-in game",
+        "behaviors:\n  Duel:\n    self_play: {evaluation: {}}\n" + ENV,
+        flags=("--check",),
+    ),
+    MalformedInput(
+        "--check: missing opponent policy file",
+        "does not exist",
+        "behaviors:\n  Duel:\n    self_play: {fixed_opponents: [{name: p, policy: no/Duel.pt}]}\n"
+        + ENV,
+        flags=("--check",),
     ),
     MalformedInput(
         "odd memory_size",
@@ -129,6 +169,22 @@ MALFORMED_INPUTS = [
         "--initialize-from a missing run",
         "cannot initialize from",
         flags=("--initialize-from", "no-such-run"),
+    ),
+    MalformedInput(
+        "--check: --initialize-from a missing run",
+        "cannot initialize from",
+        flags=("--initialize-from", "no-such-run", "--check"),
+    ),
+    MalformedInput(
+        "--resume of a missing run",
+        "cannot resume run 'no-such-run': it does not exist under",
+        flags=("--resume", "--run-id", "no-such-run"),
+    ),
+    MalformedInput(
+        "--resume of a missing run, no config",
+        "cannot resume run 'no-such-run': it does not exist under",
+        flags=("--resume", "--run-id", "no-such-run"),
+        without_config=True,
     ),
     # -- environments
     MalformedInput("no such module", "no_such_module", flags=("--env", "no_such_module:make")),

@@ -140,9 +140,9 @@ class SelfPlaySession(TrainingLoop):
         )  # fmt: skip
         if not self.training and not resume and not self.initialize_from_files:
             logger.warning(
-                "--inference on a new run: no checkpoint or policy to load, so %s act with "
-                "untrained (random) weights; add --resume to watch a trained run, or "
-                "--initialize-from RUN_ID",
+                "--inference on a new run: no checkpoint or policy file to load, so the "
+                "policies of %s act with untrained (random) weights; add --resume to watch a "
+                "trained run, or --initialize-from RUN_ID",
                 ", ".join(sorted(self.trainers)),
             )
         self.lessons.warn_unknown_behaviors(self.trainers)
