@@ -6,6 +6,7 @@ A handler takes the parsed arguments and the call's ``Output``, and adds what it
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 from ghost.command_line import output_file
 from ghost.evaluation.cli_common import (
     MATCH_QUIET_FOR_S,
+    PROG,
     SNAPSHOTS,
     Output,
     add_against_option,
@@ -30,6 +32,7 @@ from ghost.evaluation.cli_common import (
     resolve_policy,
 )
 from ghost.evaluation.cli_format import format_result, format_snapshots
+from ghost.evaluation.pictures import PAYOFFS_FILE, RATINGS_FILE
 from ghost.evaluation.progress import ProgressLine
 from ghost.exceptions import ConfigError
 
@@ -262,6 +265,7 @@ def add_league(commands: Any) -> None:
   ghost-eval league results/tennis --include-levels medium,strong   ratings table + matrix
   ghost-eval league results/tennis --games-per-pair 100 --json      more games, JSON
   ghost-eval league results/tennis --ray-address auto               the pairs on a Ray cluster
+  ghost-eval league results/tennis --plots league/     payoff heatmap + ratings with intervals
   ghost-eval league results/pong results/pong2    two runs on a Unity build or module:callable""",
     )
     parser.add_argument("policy", metavar="RUN", help="run folder")
@@ -273,32 +277,78 @@ def add_league(commands: Any) -> None:
     add_game_options(parser, side=False)
     add_play_options(parser, episodes=None)
     add_ray_option(parser, what="the pairs")
+    parser.add_argument(
+        "--plots",
+        metavar="DIR",
+        help=f"also draw the payoff heatmap ({PAYOFFS_FILE}) and the ratings with their "
+        f"intervals ({RATINGS_FILE}) into this folder; needs matplotlib",
+    )
     add_output_options(parser)
     parser.set_defaults(handler=league, label="ghost-eval league")
 
 
 def league(args: argparse.Namespace, out: Output) -> None:
-    """``ghost-eval league``: a round robin of RUN's players, rated."""
+    """``ghost-eval league``: a round robin of RUN's players, rated; kept in RUN's run_logs and,
+    with --plots, drawn."""
     from ghost.evaluation import cli_env
     from ghost.evaluation.league import format_league, play_league
+    from ghost.evaluation.pictures import missing_matplotlib
 
     _, run_root = resolve_policy(args.policy)
+    plots = getattr(args, "plots", None)  # the flag form has no --plots
+    missing = missing_matplotlib() if plots is not None else None
+    if missing is not None:  # said before the games, which can take long; the tables still come
+        print(f"{PROG}: note: {missing}; the tables follow", file=sys.stderr)
+    elif plots is not None:
+        _make_plots_folder(Path(plots))
     with progress_line(args, "league", unit="pairs") as line:
         if cli_env.plays_env(args, run_root):  # a Unity build or module:callable run
-            return cli_env.league(args, run_root, out, progress=_pair_progress(line))
-        table = play_league(
-            need_run(args, run_root),
-            games_per_pair=40 if args.games_per_pair is None else args.games_per_pair,
-            include_levels=[lv.strip() for lv in args.include_levels.split(",") if lv.strip()],
-            seed=args.seed,
-            game=args.game,
-            num_arenas=args.num_arenas,
-            deterministic=args.deterministic,
-            progress=_pair_progress(line),
-            games=ray_games(args.ray_address),
-        )
-    out.data["league"] = table.to_dict()
-    out.text.append(format_league(table))
+            cli_env.league(args, run_root, out, progress=_pair_progress(line))
+        else:
+            table = play_league(
+                need_run(args, run_root),
+                games_per_pair=40 if args.games_per_pair is None else args.games_per_pair,
+                include_levels=[lv.strip() for lv in args.include_levels.split(",") if lv.strip()],
+                seed=args.seed,
+                game=args.game,
+                num_arenas=args.num_arenas,
+                deterministic=args.deterministic,
+                progress=_pair_progress(line),
+                games=ray_games(args.ray_address),
+            )
+            out.data["league"] = table.to_dict()
+            out.text.append(format_league(table))
+    _keep_and_draw_league(out, run_root, plots=None if missing else plots)
+
+
+def _make_plots_folder(folder: Path) -> None:
+    """Create --plots DIR before the games, so that a folder that cannot be made is said first."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ConfigError(
+            f"--plots {folder}: cannot make that folder ({error.strerror or error}); pass a "
+            "folder to draw the pictures into"
+        ) from error
+
+
+def _keep_and_draw_league(out: Output, run_root: Path | None, *, plots: str | None) -> None:
+    """Keep the league in RUN's run_logs (for ``ghost-eval report``); draw it into ``plots``."""
+    from ghost.evaluation import report as run_report
+    from ghost.evaluation.pictures import write_league_pictures_into
+
+    lines = []
+    if run_root is not None:
+        kept = run_report.save_league_result(run_root, out.data["league"])
+        if kept is not None:
+            out.data["league_file"] = str(kept)
+            lines.append(f"league kept in {kept} (ghost-eval report RUN draws it)")
+    if plots is not None:
+        pictures = write_league_pictures_into(out.data["league"], plots)
+        out.data["pictures"] = [str(path) for path in pictures]
+        lines.append(f"pictures: {', '.join(map(str, pictures))}")
+    if lines:
+        out.text.append("\n".join(lines))
 
 
 def _pair_progress(line: ProgressLine) -> Callable[[int, int, Any], None]:
@@ -317,7 +367,9 @@ def add_report(commands: Any) -> None:
         "report",
         summary="draw a run's Elo and reward curves into a PNG (needs matplotlib)",
         description="Draw RUN's Elo and cumulative reward curves, read from its TensorBoard "
-        'logs, into OUT.png. Needs matplotlib: pip install -e ".[plots]".',
+        "logs, into OUT.png; when RUN has played a league (ghost-eval league RUN), also its "
+        "payoff heatmap and ratings into OUT-league-payoffs.png and OUT-league-ratings.png. "
+        'Needs matplotlib: pip install -e ".[plots]".',
         examples="""\
   ghost-eval report results/tennis tennis.png""",
     )
@@ -339,5 +391,7 @@ def report(args: argparse.Namespace, out: Output) -> None:
     run = need_run(args, run_root)
     image = output_file(args.image, f"{Path(run_root).resolve().name}-report.png")
     path = run_report.write_report(run, image)
+    pictures = run_report.write_league_report(run, path)
     out.data["report"] = str(path)
-    out.text.append(f"report: {path}")
+    out.data["league_pictures"] = [str(picture) for picture in pictures]
+    out.text.append("\n".join([f"report: {path}", *(f"league: {p}" for p in pictures)]))

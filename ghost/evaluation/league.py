@@ -45,6 +45,7 @@ from ghost.evaluation.league_ratings import (
     fit_elo_intervals,
     initial_openskill_rating,
     openskill_ratings,
+    pair_matrices,
 )
 from ghost.evaluation.progress import play_all
 from ghost.exceptions import ConfigError
@@ -130,17 +131,7 @@ class LeagueTable:
 
     def score_matrix(self) -> np.ndarray:
         """``m[i, j]``: row ``i``'s mean score against row ``j`` (NaN where they never met)."""
-        index = {row.player.name: i for i, row in enumerate(self.rows)}
-        points = np.zeros((len(self.rows), len(self.rows)))
-        games = np.zeros_like(points)
-        for r in self.results:
-            i, j = index[r.player], index[r.opponent]
-            points[i, j] += r.wins + 0.5 * r.draws
-            points[j, i] += r.losses + 0.5 * r.draws
-            games[i, j] += r.decided
-            games[j, i] += r.decided
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(games > 0, points / np.maximum(games, 1), np.nan)
+        return pair_matrices([row.player.name for row in self.rows], self.results)[0]
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready values: the settings, the rows and every pair result."""

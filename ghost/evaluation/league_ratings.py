@@ -22,7 +22,7 @@ Two ratings come from the same results:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -52,6 +52,32 @@ class PairResult(NamedTuple):
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready values."""
         return self._asdict()
+
+
+def pair_matrices(
+    names: Sequence[str], results: Iterable[PairResult]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The payoff matrix of ``names`` and the games behind each cell.
+
+    :returns: ``(score, games)``: ``score[i, j]`` is ``names[i]``'s mean score against
+        ``names[j]`` (win 1, draw 0.5, loss 0; NaN where they never finished a game) and
+        ``games[i, j]`` the decided games between them. Results of players not in ``names`` are
+        left out.
+    """
+    index = {name: i for i, name in enumerate(names)}
+    points = np.zeros((len(index), len(index)))
+    games = np.zeros_like(points)
+    for r in results:
+        if r.player not in index or r.opponent not in index:
+            continue
+        i, j = index[r.player], index[r.opponent]
+        points[i, j] += r.wins + 0.5 * r.draws
+        points[j, i] += r.losses + 0.5 * r.draws
+        games[i, j] += r.decided
+        games[j, i] += r.decided
+    score = np.full_like(points, np.nan)
+    np.divide(points, games, out=score, where=games > 0)
+    return score, games
 
 
 # -- Elo: Bradley-Terry maximum likelihood --------------------------------------------------------

@@ -1,5 +1,5 @@
 """A run's training curves read back, and ``write_report``, a PNG of its Elo and cumulative
-reward curves.
+reward curves; ``write_league_report``, the pictures of the run's last league beside it.
 
 Curves come from each behavior folder's TensorBoard events (ML-Agents' tag names). Everything
 else a run left behind (its configuration, game, final policies, snapshots) is read by
@@ -8,20 +8,26 @@ else a run left behind (its configuration, game, final policies, snapshots) is r
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import attrs
 import numpy as np
 
+from ghost.evaluation.pictures import write_league_pictures
 from ghost.exceptions import GhostError, RunDirectoryError
 from ghost.play.run_record import RunRecord, SnapshotInfo
-from trainers.run_layout import CONFIGURATION_FILE
+from trainers.atomic_files import atomic_write_text
+from trainers.run_layout import CONFIGURATION_FILE, RunLayout
 
 logger = logging.getLogger(__name__)
 
 ELO_TAG = "Self-play/ELO"
 REWARD_TAG = "Environment/Cumulative Reward"
+#: the last league played on a run (``LeagueTable.to_dict()``), in its ``run_logs`` folder
+LEAGUE_FILE = "league.json"
 
 
 def _check_run(run_dir: Path) -> None:
@@ -151,3 +157,57 @@ def write_report(run_dir: str | Path, path: str | Path, *, title: str | None = N
     figure.savefig(path, format="png")
     logger.info("wrote the report of %s to %s", run_dir, path)
     return path
+
+
+# -- the run's league ----------------------------------------------------------------------------
+def league_result_path(run_dir: str | Path) -> Path:
+    """``<run>/run_logs/league.json``: where ``ghost-eval league`` keeps the run's last league."""
+    return RunLayout(Path(run_dir)).run_logs_dir / LEAGUE_FILE
+
+
+def save_league_result(run_dir: str | Path, league: dict[str, Any]) -> Path | None:
+    """Keep ``league`` (``LeagueTable.to_dict()``) as the run's last league, for ``write_report``;
+    the path written, or None (with a warning) when the run folder cannot be written to."""
+    path = league_result_path(run_dir)
+    try:
+        atomic_write_text(path, json.dumps(league, indent=1) + "\n")
+    except OSError as error:
+        logger.warning("could not keep the league result in %s: %s", path, error)
+        return None
+    return path
+
+
+def read_league_result(run_dir: str | Path) -> dict[str, Any] | None:
+    """The run's last league (``save_league_result``), or None when it has none.
+
+    :raises RunDirectoryError: the file is there but is not JSON.
+    """
+    path = league_result_path(run_dir)
+    if not path.is_file():
+        return None
+    try:
+        return dict(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, TypeError) as error:
+        raise RunDirectoryError(
+            f"{path} is not a league result ({error}); delete it or play the league again "
+            "(ghost-eval league RUN)"
+        ) from error
+
+
+def write_league_report(run_dir: str | Path, path: str | Path) -> list[Path]:
+    """The pictures of the run's last league (``ghost.evaluation.pictures``) beside the report
+    ``path``: ``<stem>-league-payoffs.png`` and ``<stem>-league-ratings.png``; none when the run
+    has played no league (``ghost-eval league RUN`` keeps one).
+
+    :raises GhostError: matplotlib is missing, or the kept league result is unreadable.
+    :returns: the paths written.
+    """
+    league = read_league_result(run_dir)
+    if league is None:
+        return []
+    path = Path(path)
+    return write_league_pictures(
+        league,
+        payoffs_path=path.with_name(f"{path.stem}-league-payoffs.png"),
+        ratings_path=path.with_name(f"{path.stem}-league-ratings.png"),
+    )
