@@ -113,6 +113,17 @@ def console_logging(verbose: int) -> None:
         package_logger.setLevel(logging.DEBUG if verbose >= 2 else logging.INFO)
 
 
+def positive_int(text: str) -> int:
+    """An argparse ``type``: a whole number > 0 (``--episodes 0`` is refused as the flag's error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number > 0, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number > 0, got {value}")
+    return value
+
+
 def output_file(path: Path | str, default_name: str) -> Path:
     """The file a command writes for an output argument the user gave: ``path`` itself, or
     ``path/default_name`` when ``path`` is a folder (or is written with a trailing slash).

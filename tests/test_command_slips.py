@@ -44,3 +44,20 @@ def test_an_output_folder_takes_the_default_name(tmp_path):
     with pytest.raises(ResultsWriteError, match="no folder"):
         output_file(f"{tmp_path}/new/", "x.png")
     assert output_file(tmp_path / "chosen.png", "x.png") == tmp_path / "chosen.png"
+
+
+def test_ghost_tune_refuses_a_misspelt_game_before_any_trial(tmp_path, capsys):
+    pytest.importorskip("optuna")
+    from ghost.tuning.cli import main as ghost_tune
+
+    assert ghost_tune(["--env", "tenis", "--results-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "'tennis'?" in err and "trial" not in err
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("flag", ["--episodes", "--num-arenas"])
+def test_a_count_of_zero_is_the_flags_own_error(capsys, flag):
+    with pytest.raises(SystemExit):
+        ghost_eval(["match", "results/x", "--against", "medium", flag, "0"])
+    assert f"argument {flag}: must be a whole number > 0, got 0" in capsys.readouterr().err

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ghost.command_line import positive_int
 from ghost.exceptions import CheckpointError, ConfigError
 
 if TYPE_CHECKING:
@@ -82,12 +83,16 @@ def add_play_options(
     ``--num-arenas`` and, with ``deterministic``, ``--deterministic``."""
     if episodes is not None:
         parser.add_argument(
-            "--episodes", type=int, default=200, metavar="N", help=f"{episodes} (default: 200)"
+            "--episodes",
+            type=positive_int,
+            default=200,
+            metavar="N",
+            help=f"{episodes} (default: 200)",
         )
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed (default: 0)")
     games = "--episodes" if episodes is not None else "the games of a pair"
     parser.add_argument(
-        "--num-arenas", type=int, metavar="N", help=f"matches played at once (default: {games}, "
+        "--num-arenas", type=positive_int, metavar="N", help=f"matches played at once (default: {games}, "
         "32 at most)",
     )  # fmt: skip
     if deterministic:
@@ -153,7 +158,7 @@ def add_record_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--record-episodes",
-        type=int,
+        type=positive_int,
         metavar="N",
         help="episodes in the replay (default: 3; matrix games: 20 rounds)",
     )
@@ -172,7 +177,10 @@ def add_ray_option(parser: argparse.ArgumentParser, *, what: str) -> None:
 def add_league_options(parser: argparse.ArgumentParser) -> None:
     """``--games-per-pair`` and ``--include-levels``."""
     parser.add_argument(
-        "--games-per-pair", type=int, metavar="N", help="games each pair plays (default: 40)"
+        "--games-per-pair",
+        type=positive_int,
+        metavar="N",
+        help="games each pair plays (default: 40)",
     )
     parser.add_argument(
         "--include-levels",

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ghost.command_line import positive_int
 from ghost.evaluation.cli_common import (
     Output,
     add_output_options,
@@ -66,7 +67,11 @@ def add_exploit(commands: Any) -> None:
     )
     parser.add_argument("policy", metavar="RUN", help="run folder")
     parser.add_argument(
-        "--steps", type=int, required=True, metavar="STEPS", help="the exploiter's training steps"
+        "--steps",
+        type=positive_int,
+        required=True,
+        metavar="STEPS",
+        help="the exploiter's training steps",
     )
     add_play_options(parser, episodes="games per seat or side", deterministic=False)
     add_output_options(parser)

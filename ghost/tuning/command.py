@@ -16,6 +16,7 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial
 
+from envs.sources import resolve_env
 from ghost.command_line import setup_logging
 from ghost.config.game_kinds import kind_of
 from ghost.config.loader import options_from_dict, read_yaml
@@ -72,6 +73,8 @@ def study_settings(args: argparse.Namespace) -> TuneSettings:
     except ConfigError as error:
         raise type(error)(f"{args.config or args.env}: {error}") from None
     env_path = str(raw["env_settings"]["env_path"])
+    # a game that does not exist fails here, in one line, not once per trial
+    resolve_env(env_path, env_settings=options.env_settings)
     steps = args.steps if args.steps is not None else first_behavior(options).max_steps
     for flag, value, least in (("--steps", steps, 1), ("--trials", args.trials, 1),
                                ("--seeds-per-trial", args.seeds_per_trial, 1),
