@@ -209,5 +209,9 @@ class VersionAction(argparse.Action):
         super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help=help)
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
-        print(version_text())
+        try:
+            print(version_text(), flush=True)
+        except BrokenPipeError:  # ghost-eval --version | head -1
+            _silence_stdout()
+            parser.exit(EXIT_BROKEN_PIPE)
         parser.exit()
