@@ -185,6 +185,29 @@ def test_memory_with_self_play_on_by_default_trains(tmp_path, capsys):
     assert code == 0, err
 
 
+@pytest.mark.parametrize("section", ["behaviors", "default_settings"])
+def test_resuming_a_run_self_play_was_turned_on_for_reports_no_change(
+    tmp_path, capsys, caplog, section
+):
+    config = tiny(self_play=None, max_steps=200)
+    if section == "default_settings":
+        config = {
+            "default_settings": config["behaviors"]["Duel"],
+            "env_settings": config["env_settings"],
+        }
+    path = write(tmp_path / "c.yaml", config)
+    flags = ["--results-dir", tmp_path, "--run-id", "r"]
+    assert learn(capsys, path, *flags)[0] == 0
+    with caplog.at_level(logging.INFO):
+        assert learn(capsys, path, *flags, "--resume", "--max-steps", "400")[0] == 0
+    [changed] = [
+        r.getMessage() for r in caplog.records if "Configuration changed" in r.getMessage()
+    ]
+    lines = changed.splitlines()[1:]  # the only change: --max-steps
+    assert "  behaviors.Duel.max_steps: 200 -> 400" in lines
+    assert all(line.endswith("max_steps: 200 -> 400") for line in lines)
+
+
 # -- 2. --check refuses what training refuses, in the same words ----------------------------------
 def _self_play(**keys: object) -> dict:
     return {**GOOD_CONFIG["default_settings"]["self_play"], **keys}

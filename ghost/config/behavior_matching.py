@@ -73,9 +73,30 @@ def _teams_by_name(behavior_specs: Mapping[BehaviorId, Any]) -> dict[str, list[B
     return teams
 
 
-def _settings_for(name: str, options: RunOptions) -> BehaviorSettings:
+def as_matched_before(options: RunOptions, recorded: RunOptions) -> RunOptions:
+    """``options`` as matching will make them in the environment an earlier session of the run
+    met: ``recorded`` (its ``configuration.yaml``) names every behavior it had, with self-play
+    where the environment's teams turned it on. A resumed run compares the two, so that only
+    what its configuration changed counts as a change."""
+    names = sorted(recorded.behaviors)
+    try:
+        resolved = {name: _settings_for(name, options, quiet=True) for name in names}
+    except EnvironmentSpecError:
+        return options  # the start checks refuse it, once the environment is open
+    teams = {
+        name: [BehaviorId(name, team) for team in (0, 1)]
+        if recorded.behaviors[name].self_play is not None
+        else [BehaviorId(name, 0)]
+        for name in names
+    }
+    all_teams = {behavior_id.team for ids in teams.values() for behavior_id in ids}
+    matched = _with_default_self_play(teams, resolved, all_teams, options, announce=False)
+    return attrs.evolve(options, behaviors=matched)
+
+
+def _settings_for(name: str, options: RunOptions, *, quiet: bool = False) -> BehaviorSettings:
     """``behaviors.<name>``, else ``default_settings``, else the defaults (only when the
-    configuration names no behavior at all)."""
+    configuration names no behavior at all; said unless ``quiet``)."""
     if name in options.behaviors:
         return options.behaviors[name]
     if options.default_settings is not None:
@@ -85,7 +106,8 @@ def _settings_for(name: str, options: RunOptions) -> BehaviorSettings:
             f"the environment's behavior {name!r} has no settings: add behaviors.{name} "
             "to the configuration, or a default_settings section"
         )
-    logger.warning("behavior %r is not configured; training it with the defaults", name)
+    if not quiet:
+        logger.warning("behavior %r is not configured; training it with the defaults", name)
     return default_behavior_settings()
 
 
@@ -107,10 +129,13 @@ def _with_default_self_play(
     resolved: Mapping[str, BehaviorSettings],
     all_teams: set[int],
     options: RunOptions,
+    *,
+    announce: bool = True,
 ) -> dict[str, BehaviorSettings]:
     """Adversarial behaviors without ``self_play`` get ML-Agents' defaults with ``preset: auto``
     for the game (``ghost.config.auto_preset``; the keys the configuration wrote keep their
-    values), announced; with a single team a ``self_play`` section is only warned about."""
+    values), announced; with a single team a ``self_play`` section is only warned about
+    (``announce``: False says nothing)."""
     settings = dict(resolved)
     game = options.env_settings
     written = all_written(options.origins)
@@ -133,6 +158,8 @@ def _with_default_self_play(
                 _section_written(options, written, name),
             )
             self_play = settings[name].self_play
+            if not announce:
+                continue
             logger.info(
                 "behaviors.%s has no self_play section but the environment has opposing teams "
                 "(%s): self-play is on with %s settings and preset auto (save_steps %d, team_change %d, "
@@ -145,7 +172,7 @@ def _with_default_self_play(
                 self_play.swap_steps,
                 self_play.window,
             )
-    if len(all_teams) == 1:
+    if len(all_teams) == 1 and announce:
         for name, behavior in settings.items():
             if behavior.self_play is not None:
                 logger.warning(

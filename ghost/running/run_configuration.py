@@ -2,7 +2,9 @@
 
 A fresh run records its resolved configuration. A resumed session may change hyperparameters:
 the changes are logged key by key, and the configuration the earlier sessions trained with is kept
-as ``configuration-<n>.yaml`` beside the new one, so that nothing of a run's history is lost.
+as ``configuration-<n>.yaml`` beside the new one, so that nothing of a run's history is lost. What
+the environment added to the record (self-play turned on where teams oppose, with its preset) is
+added to the new configuration the same way before the two are compared.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import logging
 import shutil
 from pathlib import Path
 
+from ghost.config.behavior_matching import as_matched_before
 from ghost.config.diff import configuration_changes, describe_changes
 from ghost.config.loader import load_options, write_options
 from ghost.config.settings import RunOptions
@@ -44,7 +47,10 @@ def record_configuration(layout: RunLayout, options: RunOptions, *, resumed: boo
 def _keep_earlier_configuration(layout: RunLayout, options: RunOptions) -> None:
     path = layout.configuration_path
     try:
-        changes = describe_changes(configuration_changes(load_options(path), options))
+        earlier = load_options(path)
+        changes = describe_changes(
+            configuration_changes(earlier, as_matched_before(options, earlier))
+        )
     except ConfigError as error:
         changes = [f"(the earlier configuration cannot be read: {error})"]
     if not changes:
