@@ -79,7 +79,7 @@ def test_memory_is_refused_with_a_clear_error():
     from ghost.config.loader import options_from_dict
 
     behavior = {"network_settings": {"memory": {}}, "self_play": {"learn_from_latest": True}}
-    with pytest.raises(ConfigError, match="memory with self_play.learn_from_latest"):
+    with pytest.raises(ConfigError, match=r"learn_from_latest = True \(written\) is not supported"):
         options_from_dict({"behaviors": {"B": behavior}})
 
 
