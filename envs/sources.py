@@ -314,6 +314,14 @@ def resolve_env(
         return source
     if any(candidate.exists() for candidate in _unity_candidates(env)):
         return _unity_build(env, env_settings, engine_settings)
+    if "/" in env or os.sep in env or env.endswith(UNITY_SUFFIXES):
+        folder = Path(env).parent
+        tried = "" if env.endswith(UNITY_SUFFIXES) else f" (nor with {'/'.join(UNITY_SUFFIXES)})"
+        where = "" if folder.is_dir() else f", and there is no folder {str(folder)!r}"
+        raise EnvironmentSourceError(
+            f"--env/env_path {env!r}: Unity build not found: no such file{tried}{where}; check "
+            f"the path (a relative one starts from {os.getcwd()})"
+        )
     close = difflib.get_close_matches(env, list(games), n=1)
     hint = f" Did you mean the built-in game {close[0]!r}?" if close else ""
     raise EnvironmentSourceError(

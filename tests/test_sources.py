@@ -61,7 +61,8 @@ def test_only_accepted_arguments_are_passed(name, worker_id, seed):
         ("tests.no_such_module:make", "module 'tests.no_such_module' not found"),
         ("tests.fake_envs:make_dual", "has no attribute 'make_dual'; did you mean 'make_duel'?"),
         ("tests.fake_envs:NOT_CALLABLE", "is a int, not callable"),
-        ("no/such/build", "names no environment"),
+        ("no/such/build", "Unity build not found"),
+        ("tenis", "names no environment"),
     ],
 )
 def test_bad_sources_are_explained(spec, expected):

@@ -173,6 +173,10 @@ def _empty_folder(folder: Path) -> Path:
     return path
 
 
+def _missing_build(folder: Path) -> Path:
+    return folder / "Builds" / "Pong.x86_64"
+
+
 def _folder_with_a_build(folder: Path) -> Path:
     path = folder / "PongBuild"
     path.mkdir()
@@ -183,6 +187,8 @@ def _folder_with_a_build(folder: Path) -> Path:
 @pytest.mark.parametrize(
     ("make", "expected"),
     [
+        (_missing_build, "{path!r}: Unity build not found: no such file, and there is no "
+                         "folder"),
         (_elf_without_permission, "is not executable (a build copied or unzipped can lose the "
                                   "permission): run chmod +x {path}"),
         (_text_file, "{path!r} is not a program (a text or data file"),
@@ -190,7 +196,7 @@ def _folder_with_a_build(folder: Path) -> Path:
         (_folder_with_a_build, "{path!r} is a folder, not a Unity build's executable: point --env "
                                "at the executable inside it ('{path}/Pong.x86_64')"),
     ],
-    ids=["not-executable", "text-file", "folder-without-a-build", "folder-with-a-build-inside"],
+    ids=["missing", "not-executable", "text-file", "folder-without-a-build", "folder-with-a-build-inside"],
 )  # fmt: skip
 def test_a_path_that_cannot_start_as_a_player_is_refused_before_anything_starts(
     tmp_path, learn, make, expected
