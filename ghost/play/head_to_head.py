@@ -205,8 +205,10 @@ def evaluate(
     :param side: the behavior the policy plays (``"Goalie"``, ``"Tennis?team=1"``); default
         team 0's behaviors.
     :param progress: told ``(episodes played, episodes)`` as matches end.
-    :raises EnvironmentSourceError, ConfigError, CheckpointError: an unknown game, level or side,
-        or a missing or unfitting policy file (see ``ghost.play.matches.resolve_player``).
+    :raises EnvironmentSourceError: an unknown game.
+    :raises ConfigError: an unknown level or side.
+    :raises CheckpointError: a missing or unfitting policy file (see
+        ``ghost.play.matches.resolve_player``).
     """
     if episodes < 1:
         raise ConfigError(f"episodes must be >= 1 (got {episodes})")

@@ -288,9 +288,10 @@ def train(
         env: a built-in game name, ``"module:callable"``, a Unity build path, a function
             returning a BaseEnv (called with ``worker_id``/``seed`` if it takes them), or one
             BaseEnv instance. Default: the config's ``env_settings.env_path``.
-        run_id, results_dir: results go to ``<results_dir>/<run_id>`` (defaults ``ppo``,
-            ``results``).
-        resume: continue the run from its last checkpoint; ``force``: delete it and start over.
+        run_id: the run's name: results go to ``<results_dir>/<run_id>`` (default ``ppo``).
+        results_dir: the folder of run folders (default ``results``).
+        resume: continue the run from its last checkpoint.
+        force: delete the run's folder and start over.
         initialize_from: the run id whose final policies start this run.
         seed: random seed (-1 draws one and records it).
         num_envs: environment copies in worker processes.
