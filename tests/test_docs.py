@@ -1,8 +1,8 @@
 """The README and docs/ are run: every bash and python block, in page order, at small step counts.
 
-Each page runs in a scratch folder of its own (``config/`` and ``scripts/`` linked in, so the
-commands read as written from a checkout), one block after another, so a later block finds the
-runs an earlier one made; two pages run at a time. A block that cannot run here carries ``<!-- not run: REASON -->`` on
+Each page runs in a scratch folder of its own (``config/``, ``scripts/`` and ``tests/`` linked in,
+so the commands read as written from a checkout, the stand-in Unity build included), one block
+after another, so a later block finds the runs an earlier one made; two pages run at a time. A block that cannot run here carries ``<!-- not run: REASON -->`` on
 the line before its fence. Relative links and their headings must exist.
 """
 
@@ -31,7 +31,7 @@ RAY_STARTS = ("ray.init", "--env-backend ray", "--ray-address")
 def scratch_folder(tmp_path: Path) -> Path:
     folder = tmp_path / "checkout"
     folder.mkdir()
-    for shared in ("config", "scripts"):
+    for shared in ("config", "scripts", "tests"):
         (folder / shared).symlink_to(ROOT / shared)
     return folder
 
