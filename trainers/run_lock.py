@@ -242,7 +242,9 @@ class RunLock:
         for _ in range(_ATTEMPTS):
             try:
                 # held read-only: a run must not keep a file open for writing, which would stop its disk
-                # from being remounted read-only (what a failing disk does)
+                # from being remounted read-only (what a failing disk does). 0o644 less the umask,
+                # not 0o666: anyone may read who holds the run, only the holder rewrites it, and a
+                # stale lock is removed through the folder's write permission, not the file's
                 fd = os.open(self.path, os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0o644)
             except FileExistsError:
                 self._clear_if_stale()
