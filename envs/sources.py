@@ -19,7 +19,6 @@ in the Unity Editor instead (``envs.unity_editor``, chosen by ``ghost.config.env
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import inspect
 import logging
@@ -33,7 +32,7 @@ from typing import Any, Protocol
 import attrs
 from mlagents_envs.base_env import BaseEnv
 
-from envs.exceptions import EnvironmentSourceError
+from envs.exceptions import EnvironmentSourceError, did_you_mean
 from envs.settings import EngineSettings, EnvironmentSettings
 from envs.unity_build import UNITY_SUFFIXES, UnityBuild, check_executable
 
@@ -132,8 +131,8 @@ class CallableEnv:
         for part in self.attribute.split("."):
             if not hasattr(target, part):
                 names = [n for n in dir(target) if not n.startswith("_")]
-                close = difflib.get_close_matches(part, names, n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
+                hint = did_you_mean(part, names)
+                hint = f"; {hint}" if hint else ""
                 raise EnvironmentSourceError(
                     f"--env/env_path {self.spec!r}: {self.module!r} has no attribute {part!r}{hint}"
                 )
@@ -322,9 +321,10 @@ def resolve_env(
             f"--env/env_path {env!r}: Unity build not found: no such file{tried}{where}; check "
             f"the path (a relative one starts from {os.getcwd()})"
         )
-    close = difflib.get_close_matches(env, list(games), n=1)
-    hint = f" Did you mean the built-in game {close[0]!r}?" if close else ""
+    hint = did_you_mean(env, games).replace("mean ", "mean the built-in game ")
     raise EnvironmentSourceError(
-        f"--env/env_path {env!r} names no environment: it is not a built-in game, not module:callable, "
-        f"and no file or folder {env!r} exists.{hint} Give {forms}"
+        f"--env/env_path {env!r} names no environment"
+        + (f"; {hint}" if hint else "")
+        + f" (it is not a built-in game, not module:callable, and no file or folder {env!r} "
+        f"exists); give {forms}"
     )

@@ -96,7 +96,7 @@ CARELESS_INPUTS = [
     _learn("config is a policy file", "{policy}", "{policy}", *RESULTS),
     _learn("config is empty", "empty", "{empty_yaml}", *RESULTS),
     _learn("config is plain text", "expected", "{text_file}", *RESULTS),
-    _learn("misspelt game", "did you mean 'tennis'", "--env", "tenis", *RESULTS),
+    _learn("misspelt game", "'tennis'?", "--env", "tenis", *RESULTS),
     _learn("config given as --env", "--env", "--env", "{tiny_config}", *RESULTS),
     _learn("misspelt preset", "did you mean 'robust'", "{robus_config}", *RESULTS),
     _learn("--results-dir is a file", "{text_file}", "{tiny_config}", "--results-dir", "{text_file}"),
@@ -116,7 +116,7 @@ CARELESS_INPUTS = [
     _learn("--torch-device cuda without a GPU", "cuda", "{tiny_config}", "--torch-device", "cuda", *RESULTS),
     _learn("unknown flag", "unrecognized arguments", "{tiny_config}", "--max-step", "10", *RESULTS),
     # -- ghost-learn: Unity builds
-    _learn("build path missing", "not found", "{tiny_config}", "--env", "{work}/Builds/Tennis.x86_64", *RESULTS),
+    _learn("build path missing", "no such file", "{tiny_config}", "--env", "{work}/Builds/Tennis.x86_64", *RESULTS),
     _learn("build is a folder without a player", "{build_folder}", "{tiny_config}", "--env", "{build_folder}", *RESULTS),
     _learn("build is not executable", "chmod", "{tiny_config}", "--env", "{not_executable}", *RESULTS),
     _learn("build is a text file", "{text_file}", "{tiny_config}", "--env", "{text_file}", *RESULTS),
@@ -136,7 +136,7 @@ CARELESS_INPUTS = [
     _eval("snapshots of a folder that is no run", "{build_folder}", "snapshots", "{build_folder}", "--against", "medium"),
     _eval("league of an empty folder", "{build_folder}", "league", "{build_folder}"),
     _eval("exploitability of tennis", "exploitab", "exploitability", "{trained}"),
-    _eval("unknown option", "unrecognized arguments", "match", "{trained}", "--againts", "medium"),
+    _eval("misspelt option", "did you mean '--against'", "match", "{trained}", "--againts", "medium"),
     # -- ghost-export
     _export("policy missing", "no such policy file", "{work}/nosuch.pt"),
     _export("policy is a config", "{tiny_config}", "{tiny_config}"),
@@ -146,7 +146,7 @@ CARELESS_INPUTS = [
     # -- ghost-tune
     _tune("space file missing", "nosuch.yaml", "--env", "tennis", "--space", "{work}/nosuch.yaml", "--results-dir", "{results}"),
     _tune("space with an unknown key", "hyperparameters.betta", "--env", "tennis", "--space", "{bad_space}", "--results-dir", "{results}"),
-    _tune("misspelt game", "did you mean 'tennis'", "--env", "tenis", "--results-dir", "{results}"),
+    _tune("misspelt game", "'tennis'?", "--env", "tenis", "--results-dir", "{results}"),
 ]  # fmt: skip
 
 
@@ -216,7 +216,8 @@ class Answer:
         """``clear``, ``traceback`` or ``misleading``."""
         if "Traceback (most recent call last)" in self.output:
             return "traceback"
-        if self.code == 2 and self.expect in self.output and len(self.problem_lines()) <= 2:
+        named = self.expect.lower() in self.output.lower()
+        if self.code == 2 and named and len(self.problem_lines()) <= 2:
             return "clear"
         return "misleading"
 

@@ -47,8 +47,8 @@ def test_each_command_explains_itself(command, capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["league", "results/x", "--against", "strong"], "unrecognized arguments: --against"),
-        (["report", "results/x", "x.png", "--episodes", "4"], "unrecognized arguments"),
+        (["league", "results/x", "--against", "strong"], "unrecognized argument --against"),
+        (["report", "results/x", "x.png", "--episodes", "4"], "unrecognized argument --episodes"),
         (["exploit", "results/x"], "required: --steps"),
         (["match", "results/x"], "required: --against"),
         (["snapshots", "results/x", "--against", "weak", "--each-snapshot"], "unrecognized"),

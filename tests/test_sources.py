@@ -90,7 +90,7 @@ def test_builtin_game(fake_games):
     env = pickle.loads(pickle.dumps(factory))(worker_id=1, seed=9)
     assert isinstance(env, FakeEnv)
     assert fake_games == [("tennis", 1, 9)]
-    with pytest.raises(EnvironmentSourceError, match="Did you mean the built-in game 'tennis'"):
+    with pytest.raises(EnvironmentSourceError, match="did you mean the built-in game 'tennis'"):
         resolve_env("tenis")
 
 

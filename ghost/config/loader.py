@@ -83,7 +83,8 @@ def options_from_dict(raw: Mapping[str, Any] | None) -> RunOptions:
 
 
 def read_yaml(path: str | os.PathLike[str]) -> Any:
-    """Parse a YAML file, turning I/O and syntax problems into ``ConfigError``."""
+    """Parse a YAML file, turning I/O and syntax problems, and an empty file, into
+    ``ConfigError``."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -98,7 +99,7 @@ def read_yaml(path: str | os.PathLike[str]) -> Any:
             f"config file {str(path)!r} is not UTF-8 text; save it as UTF-8"
         ) from None
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        document = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -106,6 +107,13 @@ def read_yaml(path: str | os.PathLike[str]) -> Any:
         raise ConfigError(
             f"config file {str(path)!r} is not valid YAML{where}: {problem}"
         ) from None
+    if document is None:  # nothing but blanks and comments: no setting was meant to be left out
+        raise ConfigError(
+            f"config file {str(path)!r} is empty; write its sections (behaviors:, env_settings:; "
+            "see config/tennis.yaml), or leave the file out to train --env GAME with its "
+            "shipped config"
+        )
+    return document
 
 
 def load_options(path: str | os.PathLike[str]) -> RunOptions:

@@ -109,8 +109,28 @@ def run(steps: Sequence[argparse.Namespace]) -> int:
     return output.emit(as_json=steps[0].json)
 
 
+def _unknown_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+    """Refuse an option the command does not have before argparse checks the required ones:
+    ``match RUN --againts strong`` is a misspelt flag, not a missing ``--against``."""
+    if not argv or argv[0] not in COMMANDS:
+        return
+    command = next(
+        action.choices[argv[0]]
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+    )
+    known = command._option_string_actions
+    for word in argv[1:]:
+        flag = word.split("=", 1)[0]
+        if flag.startswith("--") and flag != "--" and flag not in known:
+            hint = did_you_mean(flag, [option for option in known if option.startswith("--")])
+            command.error(f"unrecognized argument {flag}" + (f"; {hint}" if hint else ""))
+
+
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
-    args, unknown = build_parser().parse_known_args(argv)
+    parser = build_parser()
+    _unknown_options(parser, argv)
+    args, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command's parser, whose usage lists the options it has
         args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     return args
