@@ -1,10 +1,13 @@
 """The ``mlagents.trainer_type`` entry point: ``ghost_ppo``, ``ghost_sac`` and ``ghost_poca``.
 
 ML-Agents calls ``trainer_types()`` while parsing ``mlagents-learn``'s command line, before it
-reads the trainer YAML. Besides the factories and settings classes it returns, four things rely
+reads the trainer YAML. Besides the factories and settings classes it returns, five things rely
 on ML-Agents' internals, so they are installed only for a tested ML-Agents version (1.0 or 1.1):
 
 - the strict ``self_play`` hooks on ML-Agents' cattrs converter (``settings``);
+- unstructure hooks on that converter, so ``configuration.yaml`` and the hyperparameters log keep
+  every key with the cattrs this project requires, for ML-Agents' trainer types too
+  (``unstructure``);
 - environment resets on a team change: ML-Agents' trainer controller resets only when the ghost
   controller of its own trainer factory says so, so its ``should_reset`` also asks our runs;
 - the self-play state is saved whenever ML-Agents checkpoints the wrapped trainer;
@@ -48,8 +51,10 @@ def trainer_types() -> tuple[dict[str, Any], dict[str, Any]]:
         )
     from ghost.mlagents_plugin.groups import install_group_hook
     from ghost.mlagents_plugin.settings import GHOST_TRAINER_TYPES, install_config_hooks
+    from ghost.mlagents_plugin.unstructure import install_unstructure_hooks
 
     install_config_hooks()
+    install_unstructure_hooks()
     _install_reset_hook()
     install_group_hook()
     factories = {

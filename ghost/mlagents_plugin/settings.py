@@ -6,17 +6,21 @@ own GhostTrainer. For the ``ghost_*`` trainer types the section is therefore tak
 ML-Agents sees it and handed to the trainer type's hyperparameter class (the plugin's settings),
 whose ``self_play`` field is structured with this project's strict rules: an unknown key, a wrong
 type or a value out of range is a ``TrainerConfigError`` naming ``behaviors.<name>.self_play.<key>``
-and the valid keys. Other trainer types are left exactly as ML-Agents handles them.
+and the valid keys. Other trainer types are left as ML-Agents handles them; under a ``ghost_*``
+``default_settings`` they inherit its wrapped type's hyperparameters and the ``self_play`` keys
+ML-Agents has. A ``ghost_*`` behavior under a plain default inherits the default's ``self_play``.
 
 The hooks wrap ML-Agents' own ``TrainerSettings`` hooks on its global cattrs converter (an
-internal of ML-Agents 1.x; ``registration`` checks the version before installing them).
+internal of ML-Agents 1.x; ``registration`` checks the version before installing them). Writing
+the settings back out (``configuration.yaml``) is ``unstructure``'s part.
 
 No ``from __future__ import annotations`` here: ML-Agents structures each hyperparameter by its
 field's annotation, which must be a real type.
 """
 
+import contextlib
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attr
@@ -25,7 +29,8 @@ from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.poca.optimizer_torch import POCASettings
 from mlagents.trainers.ppo.optimizer_torch import PPOSettings
 from mlagents.trainers.sac.optimizer_torch import SACSettings
-from mlagents.trainers.settings import TrainerSettings
+from mlagents.trainers.settings import SelfPlaySettings as MLAgentsSelfPlaySettings
+from mlagents.trainers.settings import TrainerSettings, check_hyperparam_schedules
 
 from ghost.config.structuring import ConfigProblem, converter
 from ghost.core.settings import SelfPlaySettings
@@ -60,6 +65,7 @@ GHOST_TRAINER_TYPES: dict[str, tuple[str, type]] = {
     "ghost_sac": ("sac", GhostSACSettings),
     "ghost_poca": ("poca", GhostPOCASettings),
 }
+GHOST_SETTINGS_CLASSES = (GhostPPOSettings, GhostSACSettings, GhostPOCASettings)
 
 
 class SelfPlaySectionError(TrainerConfigError):
@@ -140,10 +146,46 @@ def _trainer_type(section: Mapping[str, Any]) -> str:
 
 
 def _inherited_self_play() -> dict[str, Any]:
-    """The ``self_play`` of ``default_settings`` as a mapping (ML-Agents re-merges by dicts)."""
+    """The ``self_play`` of ``default_settings`` as a mapping (ML-Agents re-merges by dicts):
+    a ``ghost_*`` default's, or the keys of a plain default's ML-Agents section (ours too)."""
     default = TrainerSettings.default_override
     settings = getattr(getattr(default, "hyperparameters", None), SELF_PLAY, None)
-    return converter.unstructure(settings) if settings is not None else {}
+    if settings is not None:
+        return converter.unstructure(settings)
+    plain = getattr(default, SELF_PLAY, None)
+    return {f.name: getattr(plain, f.name) for f in attr.fields(type(plain))} if plain else {}
+
+
+def _default_is_ghost() -> bool:
+    default = TrainerSettings.default_override
+    return isinstance(getattr(default, "hyperparameters", None), GHOST_SETTINGS_CLASSES)
+
+
+@contextlib.contextmanager
+def _default_as_plain() -> Iterator[None]:
+    """A ``ghost_*`` ``default_settings`` as ML-Agents' own trainer types inherit it: its wrapped
+    type's hyperparameters, and the keys of its ``self_play`` that ML-Agents' section has.
+
+    ML-Agents lays the default's written form under each section; ours would give a plain type
+    ``hyperparameters.self_play`` (an unknown key there) or our ``self_play`` keys."""
+    default = TrainerSettings.default_override
+    ours = default.hyperparameters
+    plain_class = next(base for base in type(ours).__mro__[1:] if attr.has(base))
+    hyperparameters = plain_class(
+        **{f.name: getattr(ours, f.name) for f in attr.fields(plain_class) if f.init}
+    )
+    self_play = None
+    if ours.self_play is not None:
+        known = attr.fields_dict(MLAgentsSelfPlaySettings)
+        values = {k: v for k, v in converter.unstructure(ours.self_play).items() if k in known}
+        self_play = MLAgentsSelfPlaySettings(**{k: v for k, v in values.items() if v is not None})
+    TrainerSettings.default_override = attr.evolve(
+        default, hyperparameters=hyperparameters, self_play=self_play
+    )
+    try:
+        yield
+    finally:
+        TrainerSettings.default_override = default
 
 
 def _deep_update(target: dict[str, Any], update: Mapping[str, Any]) -> None:
@@ -154,24 +196,43 @@ def _deep_update(target: dict[str, Any], update: Mapping[str, Any]) -> None:
             target[key] = copy.deepcopy(value)
 
 
+def _derive_schedules(hyperparameters: dict[str, Any], wrapped_type: str) -> None:
+    """ML-Agents derives PPO's and POCA's beta and epsilon schedules from the learning rate's,
+    where neither the behavior nor ``default_settings`` sets them, only for its own type names:
+    the same for the type a ``ghost_*`` type wraps, so it trains with the same values."""
+    default = TrainerSettings.default_override
+    inherited = cattr.unstructure(default.hyperparameters) if default is not None else {}
+    derived = check_hyperparam_schedules({**inherited, **hyperparameters}, wrapped_type)
+    for key in ("beta_schedule", "epsilon_schedule"):
+        if key in derived and key not in inherited:
+            hyperparameters.setdefault(key, derived[key])
+
+
 def wrap_trainer_settings_hook(original: Any) -> Any:
     """ML-Agents' ``TrainerSettings`` hook, with ``self_play`` moved for ``ghost_*`` types."""
 
     def structure(section: Any, cls: type) -> Any:
-        if not isinstance(section, Mapping) or _trainer_type(section) not in GHOST_TRAINER_TYPES:
+        if not isinstance(section, Mapping):
             return original(section, cls)
+        if _trainer_type(section) not in GHOST_TRAINER_TYPES:
+            if not _default_is_ghost():
+                return original(section, cls)
+            with _default_as_plain():
+                return original(section, cls)
         section = dict(section)
         raw = section.pop(SELF_PLAY, None)
+        # ML-Agents lays the default's written form (``unstructure``, with a top-level
+        # ``self_play``) under this section: None keeps its own ghost off this behavior
+        section[SELF_PLAY] = None
         merged = _inherited_self_play()
         if isinstance(raw, Mapping):
             _deep_update(merged, raw)
         elif raw is not None:
             merged = raw  # not a mapping: let the strict hook say so
         hyperparameters = section.get("hyperparameters")
-        section["hyperparameters"] = {
-            **(hyperparameters if isinstance(hyperparameters, Mapping) else {}),
-            SELF_PLAY: merged,
-        }
+        hyperparameters = dict(hyperparameters) if isinstance(hyperparameters, Mapping) else {}
+        _derive_schedules(hyperparameters, GHOST_TRAINER_TYPES[_trainer_type(section)][0])
+        section["hyperparameters"] = {**hyperparameters, SELF_PLAY: merged}
         return original(section, cls)
 
     return structure
