@@ -261,7 +261,7 @@ def test_without_matplotlib_the_league_says_how_and_still_prints_tables(
 ):
     for module in ("matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg"):
         monkeypatch.setitem(sys.modules, module, None)  # import fails as if not installed
-    assert "ghost-trainer[plots]" in missing_matplotlib()
+    assert ".[plots]" in missing_matplotlib()
     with pytest.raises(GhostError, match=r"needs matplotlib: pip install \"ghost-trainer\[plots\]"):
         write_league_pictures_into(synthetic_table().to_dict(), tmp_path / "p")
     plots = tmp_path / "plots"
@@ -270,7 +270,7 @@ def test_without_matplotlib_the_league_says_how_and_still_prints_tables(
     out, err = capsys.readouterr()
     assert "tennis league of" in out and "pictures:" not in out
     notes = [line for line in err.splitlines() if "matplotlib" in line]
-    assert len(notes) == 1 and 'pip install "ghost-trainer[plots]"' in notes[0]
+    assert len(notes) == 1 and 'pip install ".[plots]"' in notes[0]
     assert not plots.exists()
 
 

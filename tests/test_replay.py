@@ -105,7 +105,7 @@ def test_report_errors(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     with pytest.raises(GhostError) as missing:
         write_report(tmp_path / "run", tmp_path / "x.png")
-    hint = 'pip install -e ".[plots]"'
+    hint = 'pip install ".[plots]"'
     assert hint in str(missing.value)
     # the README gives the same instruction
     assert hint in (Path(__file__).resolve().parents[1] / "README.md").read_text()

@@ -32,7 +32,7 @@ from ghost.evaluation.cli_common import (
     resolve_policy,
 )
 from ghost.evaluation.cli_format import format_result, format_snapshots
-from ghost.evaluation.pictures import PAYOFFS_FILE, RATINGS_FILE
+from ghost.evaluation.pictures import PAYOFFS_FILE, PLOTS_HINT, RATINGS_FILE
 from ghost.evaluation.progress import ProgressLine
 from ghost.exceptions import ConfigError
 
@@ -369,7 +369,7 @@ def add_report(commands: Any) -> None:
         description="Draw RUN's Elo and cumulative reward curves, read from its TensorBoard "
         "logs, into OUT.png; when RUN has played a league (ghost-eval league RUN), also its "
         "payoff heatmap and ratings into OUT-league-payoffs.png and OUT-league-ratings.png. "
-        'Needs matplotlib: pip install -e ".[plots]".',
+        f"Needs matplotlib: {PLOTS_HINT}.",
         examples="""\
   ghost-eval report results/tennis tennis.png""",
     )

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 #: how to get the pictures when matplotlib is missing
-PLOTS_HINT = 'pip install "ghost-trainer[plots]" (in a checkout: pip install -e ".[plots]")'
+PLOTS_HINT = 'pip install matplotlib (or, in the checkout, pip install ".[plots]")'
 PAYOFFS_FILE = "league_payoffs.png"
 RATINGS_FILE = "league_ratings.png"
 #: cells show their score up to this many players (rows or columns), their games up to

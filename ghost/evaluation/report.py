@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ghost.evaluation.pictures import write_league_pictures
+from ghost.evaluation.pictures import PLOTS_HINT, write_league_pictures
 from ghost.exceptions import GhostError, RunDirectoryError
 from ghost.play.run_record import RunRecord, SnapshotInfo
 from trainers.atomic_files import atomic_write_text
@@ -115,10 +115,7 @@ def write_report(run_dir: str | Path, path: str | Path, *, title: str | None = N
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as error:
-        raise GhostError(
-            "drawing a report needs matplotlib: pip install matplotlib (or, in a checkout, "
-            'pip install -e ".[plots]")'
-        ) from error
+        raise GhostError(f"drawing a report needs matplotlib: {PLOTS_HINT}") from error
     run_dir = Path(run_dir)
     curves = read_curves(run_dir)
     # a Figure with its own Agg canvas leaves pyplot's global backend alone
