@@ -262,7 +262,7 @@ def test_without_matplotlib_the_league_says_how_and_still_prints_tables(
     for module in ("matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg"):
         monkeypatch.setitem(sys.modules, module, None)  # import fails as if not installed
     assert ".[plots]" in missing_matplotlib()
-    with pytest.raises(GhostError, match=r"needs matplotlib: pip install \"ghost-trainer\[plots\]"):
+    with pytest.raises(GhostError, match=r"needs matplotlib: pip install matplotlib"):
         write_league_pictures_into(synthetic_table().to_dict(), tmp_path / "p")
     plots = tmp_path / "plots"
     argv = ["league", str(tennis_run), "--games-per-pair", "2", "--quiet", "--plots", str(plots)]
