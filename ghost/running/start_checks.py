@@ -32,6 +32,7 @@ from ghost.config.memory_support import memory_conflict, memory_refusal
 from ghost.config.origins import value_origin
 from ghost.config.settings import BehaviorSettings, RunOptions
 from ghost.core.curriculum import Curriculum
+from ghost.core.settings import SelfPlaySettings
 from ghost.exceptions import ConfigError, UnsupportedFeatureError
 from ghost.running.fixed_opponents import build_fixed_opponents
 from ghost.running.ghost_trainer import check_learn_from_latest
@@ -76,9 +77,7 @@ def check_start(
         self_play = settings.self_play
         if self_play is not None:
             check_learn_from_latest(name, self_play, trainer_class)
-            build_fixed_opponents(
-                self_play, behavior_name=name, behavior_spec=spec, builtin_game=game
-            )
+            _check_fixed_opponents(name, self_play, spec, game)
             if training and self_play.evaluation is not None:
                 check_evaluation_game(name, game)
         names = None if self_play is None else [f.name for f in self_play.fixed_opponents]
@@ -102,3 +101,13 @@ def _check_network(name: str, settings: BehaviorSettings, spec: Any) -> None:
         check_observations(list(spec.observation_specs), settings.network_settings)
     except UnsupportedFeatureError as error:
         raise UnsupportedFeatureError(f"behaviors.{name}.network_settings: {error}") from None
+
+
+def _check_fixed_opponents(
+    name: str, self_play: SelfPlaySettings, spec: Any, game: str | None
+) -> None:
+    """Each fixed opponent loads (its scripted level or policy file) and fits the behavior."""
+    try:
+        build_fixed_opponents(self_play, behavior_name=name, behavior_spec=spec, builtin_game=game)
+    except ConfigError as error:
+        raise ConfigError(f"behaviors.{name}.self_play.fixed_opponents: {error}") from None
