@@ -35,8 +35,9 @@ examples:
   ghost-learn my.yaml --env builds/Tennis --num-envs 4   train a Unity build with 4 copies
   ghost-learn config/tennis.yaml --run-id tennis-01 --resume
 
-Results go to <results-dir>/<run-id>/: configuration.yaml (the resolved config), run_logs/,
-one folder per behavior (stats, checkpoints/, snapshots/) and <Behavior>.pt (the final policy).
+Results go to <results-dir>/<run-id>/: configuration.yaml (the resolved config), run_logs/
+(console.log: what the console showed, every session; training_status.json, timers.json), one
+folder per behavior (stats, checkpoints/, snapshots/) and <Behavior>.pt (the final policy).
 """
 
 
