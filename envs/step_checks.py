@@ -83,6 +83,69 @@ def _check_masks(
                          f"{np.shape(mask)}, expected ({agents}, {size})")  # fmt: skip
 
 
+class ReusedArrayCheck:
+    """Catches an environment that refills last step's arrays in place.
+
+    The trainer keeps each step's observations, rewards and agent ids until their trajectory is
+    assembled; an environment that overwrites them corrupts that experience without any error (a
+    policy then learns nothing). Returning the same array unchanged is fine; changing it after
+    handing it out is not. Everything is checked on the first ``steps`` steps; after them, only
+    the agent ids an environment was seen handing out twice (they often change only when an
+    episode ends), so an environment that returns new arrays costs nothing from then on.
+    """
+
+    def __init__(self, steps: int = 64) -> None:
+        self._left = steps
+        self._previous: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+        self._handed_out_twice: set[tuple[str, str]] = set()
+
+    def __call__(self, name: str, decision: DecisionSteps, terminal: TerminalSteps) -> None:
+        """Raise ``EnvironmentOutputError`` if an array of ``name`` is last step's, refilled."""
+        arrays = _kept_arrays(decision, terminal, everything=self._left > 0)
+        if self._left <= 0:
+            arrays = {f: a for f, a in arrays.items() if (name, f) in self._handed_out_twice}
+            if not arrays:
+                return
+        for field, (previous, values) in self._previous.get(name, {}).items():
+            array = arrays.get(field)
+            if array is None or not _same_buffer(array, previous):
+                continue
+            self._handed_out_twice.add((name, field))
+            if not np.array_equal(array, values, equal_nan=array.dtype.kind == "f"):
+                raise EnvironmentOutputError(
+                    f"get_steps({name!r}) changed the {field} array it returned the step "
+                    "before; the trainer keeps every step's arrays until the trajectory is "
+                    "assembled, so return new arrays each step (e.g. agent_id.copy())"
+                )
+        self._previous[name] = {field: (array, array.copy()) for field, array in arrays.items()}
+
+    def step_done(self) -> None:
+        """Count one environment step (after every behavior was checked)."""
+        self._left -= 1
+
+
+def _kept_arrays(
+    decision: DecisionSteps, terminal: TerminalSteps, *, everything: bool
+) -> dict[str, np.ndarray]:
+    arrays = {"DecisionSteps.agent_id": decision.agent_id,
+              "TerminalSteps.agent_id": terminal.agent_id}  # fmt: skip
+    if everything:
+        arrays["DecisionSteps.reward"] = decision.reward
+        for index, obs in enumerate(decision.obs):
+            arrays[f"DecisionSteps.obs[{index}]"] = obs
+    return {field: array for field, array in arrays.items() if isinstance(array, np.ndarray)}
+
+
+def _same_buffer(array: np.ndarray, previous: np.ndarray) -> bool:
+    """``array`` is the buffer of ``previous`` (held alive, so not a new array at a freed
+    address)."""
+    return array is previous or (
+        array.size > 0
+        and array.shape == previous.shape
+        and array.__array_interface__["data"][0] == previous.__array_interface__["data"][0]
+    )
+
+
 def _all_finite(*arrays: np.ndarray) -> bool:
     """Whether every value is finite. A sum first, since one NaN or inf makes the sum so (the
     element-wise test runs only then, to tell an overflowing sum from a bad value); Python's

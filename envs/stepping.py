@@ -36,7 +36,7 @@ from envs.exceptions import (
     GhostError,
     describe_exception,
 )
-from envs.step_checks import check_steps_types
+from envs.step_checks import ReusedArrayCheck, check_steps_types
 
 ARENA_STRIDE = 1 << 20
 AGENT_ID_STRIDE = 1 << 32
@@ -100,12 +100,22 @@ def arenas_of(env: BaseEnv, behavior_name: str, agent_ids: np.ndarray, worker: i
     return local + worker * ARENA_STRIDE
 
 
-def collect_steps(env: BaseEnv, names: Mapping[BehaviorId, str], worker: int = 0) -> StepResult:
-    """Read every behavior's steps from ``env`` (ids as the environment reports them)."""
+def collect_steps(
+    env: BaseEnv,
+    names: Mapping[BehaviorId, str],
+    worker: int = 0,
+    *,
+    reuse_check: ReusedArrayCheck | None = None,
+) -> StepResult:
+    """Read every behavior's steps from ``env`` (ids as the environment reports them); with
+    ``reuse_check``, refuse arrays the environment refilled in place (in-process only: a worker
+    process sends copies)."""
     result: StepResult = {}
     for behavior_id, raw_name in names.items():
         decision, terminal = env.get_steps(raw_name)
         check_steps_types(raw_name, decision, terminal)
+        if reuse_check is not None:
+            reuse_check(raw_name, decision, terminal)
         result[behavior_id] = BehaviorSteps(
             behavior_id=behavior_id,
             decision=decision,
@@ -113,6 +123,8 @@ def collect_steps(env: BaseEnv, names: Mapping[BehaviorId, str], worker: int = 0
             decision_arenas=arenas_of(env, raw_name, decision.agent_id, worker),
             terminal_arenas=arenas_of(env, raw_name, terminal.agent_id, worker),
         )
+    if reuse_check is not None:
+        reuse_check.step_done()
     return result
 
 
@@ -128,6 +140,7 @@ class InProcessStepper(EnvStepper):
         self._names: dict[BehaviorId, str] = {}
         self._specs: dict[str, BehaviorSpec] = {}
         self._stats_source = stats_source(env)
+        self._reuse_check = ReusedArrayCheck()
 
     @classmethod
     def open(cls, factory: Callable[..., BaseEnv], *, seed: int) -> InProcessStepper:
@@ -166,7 +179,7 @@ class InProcessStepper(EnvStepper):
         with _environment_errors("reset"):
             self.env.reset()
             self._refresh_names()
-            return collect_steps(self.env, self._names)
+            return collect_steps(self.env, self._names, reuse_check=self._reuse_check)
 
     def step(self, actions: Mapping[BehaviorId, ActionTuple]) -> StepResult:
         with _environment_errors("step"):
@@ -174,7 +187,7 @@ class InProcessStepper(EnvStepper):
                 self.env.set_actions(self._names[behavior_id], action)
             self.env.step()
             self._refresh_names()
-            return collect_steps(self.env, self._names)
+            return collect_steps(self.env, self._names, reuse_check=self._reuse_check)
 
     def set_environment_parameters(self, values: Mapping[str, ParameterValue]) -> None:
         apply_parameters(self.env, values)

@@ -33,7 +33,7 @@ from envs.specs import vector_observation_spec
 OBS_SIZE = 4
 BRANCHES = (3, 2)
 FAULTS = ("nan_obs", "inf_reward", "wrong_obs_shape", "wrong_mask_shape", "spec_change",
-          "wrong_types", "raise")  # fmt: skip
+          "wrong_types", "raise", "refilled_ids")  # fmt: skip
 
 
 def _spec(obs_size: int = OBS_SIZE) -> BehaviorSpec:
@@ -74,7 +74,11 @@ class ContractEnv(BaseEnv):
     # -- the game ------------------------------------------------------------------------------
     def _start_episode(self) -> None:
         self.t = 0
-        self.ids = {name: self._new_ids(self.agents) for name in self.names}
+        if self.fault == "refilled_ids" and self.faulty:  # new ids written into the old array
+            for name in self.names:
+                self.ids[name][:] = self._new_ids(self.agents)
+        else:
+            self.ids = {name: self._new_ids(self.agents) for name in self.names}
         self.zeros = {name: 0 for name in self.names}
         self.terminal: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
@@ -178,3 +182,4 @@ wrong_mask_shape = _faulty("wrong_mask_shape")
 spec_change = _faulty("spec_change")
 wrong_types = _faulty("wrong_types")
 raises = _faulty("raise")
+refilled_ids = _faulty("refilled_ids")

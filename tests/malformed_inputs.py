@@ -217,6 +217,7 @@ MALFORMED_INPUTS = [
             ("spec_change", "changed between steps"),
             ("wrong_types", "a BaseEnv returns (DecisionSteps, TerminalSteps)"),
             ("raises", "raised during step"),
+            ("refilled_ids", "changed the DecisionSteps.agent_id array it returned"),
         ]
     ],
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 import ghost
@@ -40,6 +41,7 @@ def test_legal_quirks_train(tmp_path, quirks):
         ("spec_change", "behavior spec of Duel?team=0 changed between steps"),
         ("wrong_types", "returned (list, list); a BaseEnv returns (DecisionSteps, TerminalSteps)"),
         ("raises", "raised during step: RuntimeError: the simulation diverged"),
+        ("refilled_ids", "changed the DecisionSteps.agent_id array it returned the step before"),
     ],
 )
 def test_a_broken_environment_ends_clearly_and_the_run_resumes(tmp_path, capsys, fault, message):
@@ -54,3 +56,39 @@ def test_a_broken_environment_ends_clearly_and_the_run_resumes(tmp_path, capsys,
     assert (tmp_path / "r" / "checkpoint.json").is_file()
     code = cli.main([str(config), "--env", "tests.contract_envs:healthy", "--resume", *common])
     assert code == 0, capsys.readouterr().err
+
+
+def _steps(ids: np.ndarray) -> tuple:
+    from mlagents_envs.base_env import DecisionSteps, TerminalSteps
+
+    n = len(ids)
+    decision = DecisionSteps([np.zeros((n, 3), np.float32)], np.zeros(n, np.float32), ids, None,
+                             np.zeros(n, np.int32), np.zeros(n, np.float32))  # fmt: skip
+    terminal = TerminalSteps([np.zeros((0, 3), np.float32)], np.zeros(0, np.float32),
+                             np.zeros(0, bool), np.zeros(0, np.int64), np.zeros(0, np.int32),
+                             np.zeros(0, np.float32))  # fmt: skip
+    return decision, terminal
+
+
+def test_agent_ids_refilled_long_after_the_first_steps_are_caught():
+    from envs.exceptions import EnvironmentOutputError
+    from envs.step_checks import ReusedArrayCheck
+
+    check = ReusedArrayCheck(steps=4)
+    ids = np.arange(3)
+    for _ in range(100):  # the same array, unchanged: allowed
+        check("Duel?team=0", *_steps(ids))
+        check.step_done()
+    ids[:] = [3, 4, 5]  # the episode ends: new ids written into the array handed out
+    with pytest.raises(EnvironmentOutputError, match="changed the DecisionSteps.agent_id array"):
+        check("Duel?team=0", *_steps(ids))
+
+
+def test_fresh_arrays_each_step_are_not_compared_after_the_first_steps():
+    from envs.step_checks import ReusedArrayCheck
+
+    check = ReusedArrayCheck(steps=4)
+    for step in range(10):
+        check("Duel?team=0", *_steps(np.arange(3) + step))
+        check.step_done()
+    assert not check._handed_out_twice
