@@ -116,6 +116,9 @@ def collect_steps(
         check_steps_types(raw_name, decision, terminal)
         if reuse_check is not None:
             reuse_check(raw_name, decision, terminal)
+        for steps in (decision, terminal):
+            if not isinstance(steps.group_id, np.ndarray):  # mlagents_envs' UnityEnvironment
+                steps.group_id = np.asarray(steps.group_id, dtype=np.int64)
         result[behavior_id] = BehaviorSteps(
             behavior_id=behavior_id,
             decision=decision,
