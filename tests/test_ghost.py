@@ -299,6 +299,16 @@ def test_controller_rotates_round_robin_in_subscription_order(teams):
     assert order == teams + teams + [teams[0]]
 
 
+def test_a_lone_team_has_nobody_to_hand_over_to():
+    # one behavior under the ghost, the other team trained by a plain trainer: a turn ending
+    # must not reset the environments on every update
+    controller = GhostController()
+    controller.subscribe_team(0, owner_stub())
+    controller.request_team_change()
+    assert controller.take_team_change() is None
+    assert (controller.learning_team, controller.team_changes) == (0, 0)
+
+
 def test_controller_state_keeps_rotation_order():
     saved = GhostController()
     for team in (2, 0, 1):

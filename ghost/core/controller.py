@@ -69,7 +69,7 @@ class GhostController:
         The change happens at ``take_team_change``: until then every step batch in flight was
         collected under the current learning team and is routed as such.
         """
-        if self._teams:
+        if len(self._teams) > 1:  # one team has nobody to hand over to: no reset, no turn
             self._change_requested = True
 
     def take_team_change(self) -> TeamChange | None:
