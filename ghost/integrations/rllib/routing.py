@@ -9,7 +9,9 @@ runner holds the last ``Routing`` the driver pushed to it:
 - an episode is stamped when RLlib creates it (``stamp_episode``): the learning team and the
   module playing the learning turn (``"main"`` or an exploiter's) of that moment, and the
   episode's opponent slot, chosen from the env runner and the env index as ``opponent_slots``
-  spreads arenas, so every slot is in play when there are enough envs;
+  spreads arenas, so every slot is in play when there are enough envs. The stamp lives in the
+  episode's ``custom_data``; on Ray 2.44 and 2.45, whose episodes have none, in a table by
+  episode id until the episode ends;
 - ``map_agent_to_module`` (the policy mapping function) reads the stamp: the learning team's
   agents act with the stamped learning module, every other team's with its ghost module of the
   episode's slot;
@@ -111,15 +113,28 @@ def _tally(env_runner: Any) -> Tally:
     return found
 
 
+# Ray < 2.46: stamps by episode id (its episodes have no custom_data and take no new attributes;
+# the id is kept when RLlib cuts an episode into chunks)
+_STAMPS_BY_ID: dict[str, dict[str, Any]] = {}
+
+
+def _writable_stamp(episode: Any) -> dict[str, Any]:
+    try:
+        return episode.custom_data
+    except AttributeError:
+        return _STAMPS_BY_ID.setdefault(episode.id_, {})
+
+
 def stamp_episode(episode: Any, env_runner: Any, env_index: int) -> None:
     """Fix the learning team and opponent slot of a new episode (before any agent is mapped)."""
     routing = _ROUTINGS.get(env_runner)
     if routing is None:  # a runner the driver never routed (evaluation): main plays every seat
         return
     arena = int(getattr(env_runner, "worker_index", 0) or 0) * ARENA_STRIDE + env_index
-    episode.custom_data[_LEARNING_TEAM] = routing.learning_team
-    episode.custom_data[_LEARNING_MODULE] = routing.learning_module
-    episode.custom_data[_SLOT] = int(opponent_slots(np.asarray([arena]), routing.slots)[0])
+    stamp = _writable_stamp(episode)
+    stamp[_LEARNING_TEAM] = routing.learning_team
+    stamp[_LEARNING_MODULE] = routing.learning_module
+    stamp[_SLOT] = int(opponent_slots(np.asarray([arena]), routing.slots)[0])
 
 
 def map_agent_to_module(agent_id: str, episode: Any, **kwargs: Any) -> str:
@@ -142,13 +157,16 @@ def _stamp_of(episode: Any) -> dict[str, Any]:
     try:
         return episode.custom_data
     except AttributeError:
-        return {}
+        episode_id = getattr(episode, "id_", None)
+        return {} if episode_id is None else _STAMPS_BY_ID.get(episode_id, {})
 
 
 def record_match(episode: Any, env_runner: Any) -> None:
     """Tally a finished episode's result from the learning team's side (a match cut off by a
     step limit is no result)."""
-    learning = episode.custom_data.get(_LEARNING_TEAM)
+    stamp = _stamp_of(episode)
+    _STAMPS_BY_ID.pop(episode.id_, None)
+    learning = stamp.get(_LEARNING_TEAM)
     if learning is None:
         return
     infos = episode.get_infos(-1)
@@ -160,9 +178,9 @@ def record_match(episode: Any, env_runner: Any) -> None:
     _tally(env_runner).results.append(
         MatchResult(
             learning_team=learning,
-            slot=episode.custom_data[_SLOT],
+            slot=stamp[_SLOT],
             score=score,
-            learning_module=episode.custom_data.get(_LEARNING_MODULE, LEARNER_MODULE),
+            learning_module=stamp.get(_LEARNING_MODULE, LEARNER_MODULE),
         )  # fmt: skip
     )
 
