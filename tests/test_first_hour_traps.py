@@ -47,7 +47,6 @@ from trainers.run_lock import RunLock
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-HEALTHY = "tests.contract_envs:healthy"
 ERROR = "ghost-learn: error: "
 
 
