@@ -33,6 +33,7 @@ examples:
   ghost-learn --env tennis --max-steps 20000             a quick trial with the game's shipped config
   ghost-learn my.yaml --env my_envs:make_env --check     check a config against an environment
   ghost-learn my.yaml --env builds/Tennis --num-envs 4   train a Unity build with 4 copies
+  ghost-learn my.yaml --run-id my-run                    train in the Unity Editor: press Play
   ghost-learn config/tennis.yaml --run-id tennis-01 --resume
 
 Results go to <results-dir>/<run-id>/: configuration.yaml (the resolved config), run_logs/
@@ -86,16 +87,19 @@ def _add_run_flags(parser: argparse.ArgumentParser) -> None:
 def _add_environment_flags(parser: argparse.ArgumentParser) -> None:
     env = parser.add_argument_group("environment")
     _flag(env, "--env", "env_settings.env_path",
-         "a built-in game name, module:callable returning a BaseEnv, or a Unity build path",
+         "a built-in game name, module:callable returning a BaseEnv, or a Unity build path; "
+         "with none here or in the config, training waits for the Unity Editor (press Play)",
          metavar="ENV")
     _flag(env, "--num-envs", "env_settings.num_envs",
          "environment copies stepped in parallel (default: 1)", metavar="N")
     _flag(env, "--num-areas", "env_settings.num_areas",
          "training areas inside each Unity build (default: 1)", metavar="N")
     _flag(env, "--base-port", "env_settings.base_port",
-         "first port for Unity builds; worker i uses PORT+i (default: 5005)", metavar="PORT")
+         "first port for Unity builds; worker i uses PORT+i (default: 5005); with no --env, "
+         "the Unity Editor's port (default: 5004)", metavar="PORT")
     _flag(env, "--timeout-wait", "env_settings.timeout_wait",
-         "seconds to wait for a Unity build to start (default: 60)", metavar="S")
+         "seconds to wait for a Unity build to start, or for Play in the Editor (default: 60)",
+         metavar="S")
     _flag(env, "--max-lifetime-restarts", "env_settings.max_lifetime_restarts",
          "restarts allowed per crashing environment worker, -1: no limit (default: 10)",
          metavar="N")
