@@ -24,7 +24,7 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import attrs
@@ -71,20 +71,16 @@ class CarelessInput:
         return self.expect.format(**files)
 
 
-def _learn(label: str, expect: str, *argv: str) -> CarelessInput:
-    return CarelessInput(label, "learn", argv, expect)
+def _case(command: str) -> Callable[..., CarelessInput]:
+    """A maker of ``command``'s cases: ``(label, expect, *argv)``."""
+
+    def make(label: str, expect: str, *argv: str) -> CarelessInput:
+        return CarelessInput(label, command, argv, expect)
+
+    return make
 
 
-def _eval(label: str, expect: str, *argv: str) -> CarelessInput:
-    return CarelessInput(label, "eval", argv, expect)
-
-
-def _export(label: str, expect: str, *argv: str) -> CarelessInput:
-    return CarelessInput(label, "export", argv, expect)
-
-
-def _tune(label: str, expect: str, *argv: str) -> CarelessInput:
-    return CarelessInput(label, "tune", argv, expect)
+_learn, _eval, _export, _tune = (_case(command) for command in ENTRY_POINTS)
 
 
 RESULTS = ("--results-dir", "{results}")

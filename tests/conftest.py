@@ -97,3 +97,21 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+#: ML-Agents 1.1 with ghost-trainer as its plugin (built by .ci/mlagents-venv)
+MLAGENTS_VENV = Path(
+    os.environ.get("GHOST_MLAGENTS_VENV", Path(__file__).resolve().parent.parent / ".venv-mlagents")
+)
+
+
+@pytest.fixture(scope="session")
+def mlagents() -> Path:
+    """The ML-Agents environment's bin folder; skipped without it, unless
+    ``GHOST_REQUIRE_MLAGENTS`` is set (CI), where its absence fails."""
+    if not (MLAGENTS_VENV / "bin" / "mlagents-learn").exists():
+        message = f"no ML-Agents environment at {MLAGENTS_VENV}; build it with .ci/mlagents-venv"
+        if os.environ.get("GHOST_REQUIRE_MLAGENTS"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return MLAGENTS_VENV / "bin"

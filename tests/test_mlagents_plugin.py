@@ -24,21 +24,9 @@ import yaml
 from tests.test_unity_build import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
-VENV = Path(os.environ.get("GHOST_MLAGENTS_VENV", ROOT / ".venv-mlagents"))
 FAKE_PONG = ROOT / "tests" / "fake_unity" / "FakePong.x86_64"
 RESUMED = re.compile(r"resumed self-play at step (\d+): window \[([\d, ]*)\], Elo ([\d.]+), "
                      r"learning team (\d+)")  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def mlagents() -> Path:
-    """The ML-Agents environment's bin folder."""
-    if not (VENV / "bin" / "mlagents-learn").exists():
-        message = f"no ML-Agents environment at {VENV}; build it with .ci/mlagents-venv"
-        if os.environ.get("GHOST_REQUIRE_MLAGENTS"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return VENV / "bin"
 
 
 def pong_config(**self_play: object) -> dict:

@@ -8,30 +8,17 @@ run ML-Agents from ``.venv-mlagents`` (skipped without it unless ``GHOST_REQUIRE
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
-import pytest
 import yaml
 
-from tests.test_mlagents_plugin import VENV, learn, pong_config
+from tests.test_mlagents_plugin import learn, pong_config
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECK = ROOT / "tests" / "mlagents_record_check.py"
 TENNIS = ROOT / "tests" / "fixtures" / "mlagents_configs" / "Tennis-ppo.yaml"
 PPO_KEYS = {"beta": 0.01, "epsilon": 0.15, "lambd": 0.9, "num_epoch": 2}
-
-
-@pytest.fixture(scope="module")
-def mlagents() -> Path:
-    """The ML-Agents environment's bin folder (as in ``test_mlagents_plugin``)."""
-    if not (VENV / "bin" / "mlagents-learn").exists():
-        message = f"no ML-Agents environment at {VENV}; build it with .ci/mlagents-venv"
-        if os.environ.get("GHOST_REQUIRE_MLAGENTS"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return VENV / "bin"
 
 
 def record_check(bin_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
