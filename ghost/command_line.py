@@ -126,17 +126,23 @@ def positive_int(text: str) -> int:
 
 def output_file(path: Path | str, default_name: str) -> Path:
     """The file a command writes for an output argument the user gave: ``path`` itself, or
-    ``path/default_name`` when ``path`` is a folder (or is written with a trailing slash).
+    ``path/default_name`` when ``path`` is a folder (or is written with a trailing slash). A
+    missing folder on the way is made.
 
     Raises:
-        ResultsWriteError: the folder that would hold the file does not exist.
+        ResultsWriteError: the folder that would hold the file cannot be made.
     """
     text = str(path)
     path = Path(path)
     if path.is_dir() or text.endswith(("/", os.sep)):
         path = path / default_name
-    if not path.parent.is_dir():
-        raise ResultsWriteError(f"cannot write {path}: no folder {path.parent}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ResultsWriteError(
+            f"cannot write {path}: the folder {path.parent} cannot be made "
+            f"({error.strerror or error})"
+        ) from None
     return path
 
 

@@ -127,7 +127,7 @@ CARELESS_INPUTS = [
     _eval("opponent is a config", "{tiny_config}", "match", "{trained}", "--against", "{tiny_config}"),
     _eval("policy is truncated", "{truncated}", "match", "{truncated}", "--against", "medium", "--game", "tennis"),
     _eval("episodes 0", "--episodes", "match", "{trained}", "--against", "medium", "--episodes", "0"),
-    _eval("report into a missing folder", "no folder", "report", "{trained}", "{work}/nowhere/r.png"),
+    _eval("report into a file's folder", "cannot be made", "report", "{trained}", "{text_file}/r.png"),
     _eval("report of a folder that is no run", "{build_folder}", "report", "{build_folder}", "{work}/r.png"),
     _eval("snapshots of a folder that is no run", "{build_folder}", "snapshots", "{build_folder}", "--against", "medium"),
     _eval("league of an empty folder", "{build_folder}", "league", "{build_folder}"),
@@ -137,7 +137,7 @@ CARELESS_INPUTS = [
     _export("policy missing", "no such policy file", "{work}/nosuch.pt"),
     _export("policy is a config", "{tiny_config}", "{tiny_config}"),
     _export("policy is truncated", "{truncated}", "{truncated}"),
-    _export("-o into a missing folder", "no folder", "{policy}", "-o", "{work}/nowhere/"),
+    _export("-o into a file's folder", "cannot be made", "{policy}", "-o", "{text_file}/"),
     _export("-o with several policies", "-o names one file", "{trained}", "--all", "-o", "{work}/x.onnx"),
     # -- ghost-tune
     _tune("space file missing", "nosuch.yaml", "--env", "tennis", "--space", "{work}/nosuch.yaml", "--results-dir", "{results}"),

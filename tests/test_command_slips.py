@@ -41,8 +41,11 @@ def test_a_misspelt_preset_gets_did_you_mean():
 
 def test_an_output_folder_takes_the_default_name(tmp_path):
     assert output_file(tmp_path, "Tennis.onnx") == tmp_path / "Tennis.onnx"
-    with pytest.raises(ResultsWriteError, match="no folder"):
-        output_file(f"{tmp_path}/new/", "x.png")
+    assert output_file(f"{tmp_path}/new/", "x.png") == tmp_path / "new" / "x.png"
+    assert (tmp_path / "new").is_dir()  # made on the way, as the report always did
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ResultsWriteError, match="cannot be made"):
+        output_file(tmp_path / "file" / "x.png", "y.png")
     assert output_file(tmp_path / "chosen.png", "x.png") == tmp_path / "chosen.png"
 
 
