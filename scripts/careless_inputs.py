@@ -89,7 +89,7 @@ CARELESS_INPUTS = [
     # -- ghost-learn: paths and files
     _learn("config file missing", "not found", "{work}/tenis.yaml", *RESULTS),
     _learn("config is a folder", "is a folder", "{work}", *RESULTS),
-    _learn("config is a policy file", "{policy}", "{policy}", *RESULTS),
+    _learn("config is a policy file", "binary file, not a YAML config", "{policy}", *RESULTS),
     _learn("config is empty", "empty", "{empty_yaml}", *RESULTS),
     _learn("config is plain text", "expected", "{text_file}", *RESULTS),
     _learn("misspelt game", "'tennis'?", "--env", "tenis", *RESULTS),

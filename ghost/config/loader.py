@@ -95,6 +95,11 @@ def read_yaml(path: str | os.PathLike[str]) -> Any:
     except IsADirectoryError:
         raise ConfigError(f"config file {str(path)!r} is a folder; give a .yaml file") from None
     except UnicodeDecodeError:
+        if b"\0" in path.read_bytes()[:4096]:  # a policy, checkpoint or archive, not text
+            raise ConfigError(
+                f"config file {str(path)!r} is a binary file, not a YAML config (a policy or "
+                "checkpoint? ghost-eval and ghost-export take those); give a trainer YAML"
+            ) from None
         raise ConfigError(
             f"config file {str(path)!r} is not UTF-8 text; save it as UTF-8"
         ) from None
