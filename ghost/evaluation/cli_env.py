@@ -18,8 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from envs.games import BUILTIN_GAMES
-from envs.sources import ECOSYSTEM_PREFIXES
+from envs.env_kinds import describe_env
 from ghost.evaluation.cli_common import (
     MATCH_QUIET_FOR_S,
     SNAPSHOTS,
@@ -75,9 +74,10 @@ def _check_env_flag(env: str, *, game: str | None, run: RunRecord | None) -> Non
     what = "--env names a Unity build or module:callable"
     if game:
         raise ConfigError(f"{what} and --game a built-in game; pass one of them")
-    if env in BUILTIN_GAMES:
+    capabilities = describe_env(env).capabilities
+    if capabilities.arenas:
         raise ConfigError(f"{what}; for the built-in game {env} pass --game {env}")
-    if env.partition(":")[0] in ECOSYSTEM_PREFIXES:
+    if capabilities.seated:
         raise ConfigError(f"{what}; {env} is played from a run trained on it (its env_path)")
     if run is not None and run.env_path is not None and run.base_env_path is None:
         raise ConfigError(

@@ -110,7 +110,7 @@ def exploitability_rows(run_root: Path) -> list[dict[str, Any]]:
 
     run = RunRecord(run_root)
     env_path = run.seated_env_path
-    if env_path is None or not env_path.startswith("openspiel:"):
+    if env_path is None or not run.described_env.capabilities.exact_exploitability:
         raise ConfigError(
             f"--exploitability needs a run on an OpenSpiel game (--env openspiel:...); "
             f"{run_root} trained on {env_path or 'something else'}"

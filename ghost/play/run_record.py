@@ -22,8 +22,9 @@ from typing import Any
 import attrs
 import yaml
 
+from envs.env_kinds import EnvPath, describe_env
 from envs.games import BUILTIN_GAMES
-from envs.sources import ECOSYSTEM_PREFIXES, resolve_env
+from envs.sources import resolve_env
 from ghost.config.loader import load_options
 from ghost.config.settings import RunOptions
 from ghost.exceptions import CheckpointError, ConfigError, RunDirectoryError
@@ -88,9 +89,14 @@ class RunRecord:
         return str(env_path) if env_path else None
 
     @property
+    def described_env(self) -> EnvPath:
+        """``env_path`` read by its environment kind (``envs.env_kinds.describe_env``)."""
+        return describe_env(self.env_path)
+
+    @property
     def builtin_game(self) -> str | None:
         """The built-in game the run trained on (``envs.games.BUILTIN_GAMES``), or ``None``."""
-        return self.env_path if self.env_path in BUILTIN_GAMES else None
+        return self.env_path if self.described_env.capabilities.arenas else None
 
     def require_builtin_game(self) -> str:
         """``builtin_game``; a ``ConfigError`` naming the choices when the run has none."""
@@ -105,14 +111,13 @@ class RunRecord:
     @property
     def seated_env_path(self) -> str | None:
         """``env_path`` when the run trained on an OpenSpiel or PettingZoo game, else ``None``."""
-        env_path = self.env_path or ""
-        return env_path if env_path.partition(":")[0] in ECOSYSTEM_PREFIXES else None
+        return self.env_path if self.described_env.capabilities.seated else None
 
     @property
     def base_env_path(self) -> str | None:
         """``env_path`` when the run trained on a Unity build or a ``module:callable``
         environment (neither a built-in game nor an OpenSpiel/PettingZoo one), else ``None``."""
-        if self.env_path is None or self.builtin_game or self.seated_env_path:
+        if self.env_path is None or not self.described_env.capabilities.base_env:
             return None
         return self.env_path
 

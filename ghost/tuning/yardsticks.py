@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from envs.behavior_id import BehaviorId
+from envs.env_kinds import describe_env
 from envs.games import BUILTIN_GAMES, scripted_levels
-from ghost.config.game_kinds import MATRIX, game_kind
 from ghost.exceptions import ConfigError
 from ghost.play.head_to_head import EvaluationResult, evaluate
 from trainers.callbacks import Checkpoint, Summary, TrainingCallback
@@ -255,20 +255,7 @@ class ExploiterScore(Yardstick):
 # -- choosing one --------------------------------------------------------------------------------
 def _exact_exploitability_reason(env_path: str) -> str | None:
     """Why exact exploitability does not apply to ``env_path`` (None: it does)."""
-    if env_path in BUILTIN_GAMES:
-        if game_kind(env_path).kind == MATRIX:
-            return None
-        return f"{env_path!r} is not a matrix game"
-    if not env_path.startswith("openspiel:"):
-        return f"{env_path!r} is neither an OpenSpiel game nor a built-in matrix game"
-    from envs.exploitability import check_exploitable
-    from envs.openspiel import load_game
-
-    try:
-        check_exploitable(load_game(env_path.removeprefix("openspiel:")))
-    except ValueError as error:
-        return str(error)
-    return None
+    return describe_env(env_path).exact_exploitability_problem()
 
 
 def resolve_yardstick(spec: str, env_path: str) -> str:
