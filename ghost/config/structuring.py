@@ -22,6 +22,7 @@ All conversion runs through one module-local ``cattrs.Converter``; nothing is re
 from __future__ import annotations
 
 import copy
+import difflib
 import enum
 import functools
 import logging
@@ -47,8 +48,14 @@ from ghost.config.memory_support import memory_conflict, memory_refusal
 from ghost.config.presets import UnknownPresetError, expand_preset
 from ghost.config.settings import NOT_A_KEY, BehaviorSettings, CheckpointSettings, RunOptions
 from ghost.core.curriculum import EnvironmentParameterSettings, Lesson
-from ghost.core.sampling import sampler_names
-from ghost.core.settings import SamplingSettings
+from ghost.core.sampling import (
+    COMMON_KEYS,
+    DEFAULT_STRATEGY,
+    SamplingSettings,
+    sampler_class,
+    sampler_names,
+    samplers,
+)
 from ghost.exceptions import (
     ConfigError,
     TrainerTypeError,
@@ -284,17 +291,109 @@ def _structure_attrs(value: Any, cl: type) -> Any:
     result = _construct(cl, _structurefields_of(value, cl))
     if isinstance(result, NetworkSettings):
         _check_network(result)
-    if isinstance(result, SamplingSettings):
-        _check_sampling(result)
     return result
 
 
-def _check_sampling(sampling: SamplingSettings) -> None:
-    if sampling.strategy not in sampler_names():
+# -- self_play.sampling -------------------------------------------------------------------------
+def _structure_sampling(value: Any, _: type) -> SamplingSettings:
+    """``self_play.sampling``: ``strategy``, ``win_rate_window`` and the keys of the strategy's
+    own options class, all in one flat section (``ghost.core.sampling``)."""
+    if value is None:
+        value = {}
+    if not isinstance(value, Mapping):
+        raise ConfigProblem(
+            "expected a section of sampling keys (strategy, win_rate_window and the strategy's "
+            "own)",
+            value=value,
+        )
+    fields = fields_of(SamplingSettings)
+    strategy = DEFAULT_STRATEGY
+    if "strategy" in value:
+        try:
+            strategy = structure_field(value["strategy"], fields["strategy"])
+        except ConfigProblem as problem:
+            raise problem.below("strategy") from None
+    sampler = sampler_class(strategy)
+    if sampler is None:
         raise ConfigProblem(
             f"unknown opponent sampling strategy; valid strategies: {', '.join(sampler_names())}",
-            value=sampling.strategy,
+            value=strategy,
         ).below("strategy")
+    own = fields_of(sampler.options_class)
+    common: dict[str, Any] = {}
+    options: dict[str, Any] = {}
+    for key, item in value.items():
+        if key in COMMON_KEYS:
+            target, field = common, fields[key]
+        elif key in own:
+            target, field = options, own[key]
+        elif _is_unused_default(key, item, strategy):
+            continue
+        else:
+            raise _misplaced_sampling_key(key, item, strategy, own)
+        try:
+            target[key] = structure_field(item, field)
+        except ConfigProblem as problem:
+            raise problem.below(key) from None
+    made = _construct(sampler.options_class, options)
+    return _construct(SamplingSettings, {**common, "options": made})
+
+
+def _field_default(field: attrs.Attribute) -> Any:
+    default: Any = field.default
+    if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+        default = default.factory()
+    return default
+
+
+def _is_unused_default(key: str, item: Any, strategy: str) -> bool:
+    """Whether ``key`` is another strategy's key holding that strategy's default. A configuration
+    written before each strategy declared its own keys (a run's ``configuration.yaml``) records
+    every built-in key, whatever the strategy; at its default such a key changes nothing."""
+    for name, sampler in samplers().items():
+        field = fields_of(sampler.options_class).get(key)
+        if name == strategy or field is None:
+            continue
+        try:
+            if structure_field(item, field) == _field_default(field):
+                return True
+        except ConfigProblem:
+            continue
+    return False
+
+
+def _misplaced_sampling_key(
+    key: str, item: Any, strategy: str, own: Mapping[str, Any]
+) -> ConfigProblem:
+    """A key of another strategy (named, with the fix), or an unknown key."""
+    keys_of = {name: fields_of(s.options_class) for name, s in samplers().items()}
+    owners = sorted(name for name, keys in keys_of.items() if key in keys)
+    if owners:
+        return ConfigProblem(
+            f"a key of strategy {' / '.join(owners)}, while this section's strategy is "
+            f"{strategy}; write `strategy: {owners[0]}` to use it, or remove the key",
+            value=item,
+        ).below(key)
+    valid = [COMMON_KEYS[0], *own, *COMMON_KEYS[1:]]
+    hint = did_you_mean(key, valid, cutoff=0.5)
+    if not hint:  # a misspelt key of another strategy
+        elsewhere = {name: strategy for strategy, keys in keys_of.items() for name in keys}
+        close = difflib.get_close_matches(key, list(elsewhere), n=1, cutoff=0.5)
+        if close:
+            hint = f"did you mean {close[0]!r} (a key of strategy {elsewhere[close[0]]})?"
+    hint = f"{hint} " if hint else ""
+    return ConfigProblem(
+        f"unknown key; {hint}valid keys with strategy {strategy}: {', '.join(valid)}", value=item
+    ).below(key)
+
+
+def _unstructure_sampling(sampling: SamplingSettings) -> dict[str, Any]:
+    """Flat, as written: ``strategy``, the strategy's own keys, ``win_rate_window``."""
+    return {
+        "strategy": sampling.strategy,
+        **_unstructure_attrs(sampling.options),
+        "win_rate_window": sampling.win_rate_window,
+    }
 
 
 def _check_network(network: NetworkSettings) -> None:
@@ -433,8 +532,26 @@ def _with_defaults(name: str, behavior: Any, defaults: Any) -> Any:
         "trainer_type", "ppo"
     ):
         merged.pop("hyperparameters", None)
+    _keep_shared_sampling_keys(merged, behavior)
     _deep_update(merged, behavior)
     return merged
+
+
+def _keep_shared_sampling_keys(merged: dict[str, Any], behavior: Mapping[str, Any]) -> None:
+    """Where the behavior names another sampling strategy than ``default_settings``, the
+    defaults' sampling keeps only the keys every strategy shares (the others are its strategy's)."""
+    sections = merged.get("self_play"), behavior.get("self_play")
+    if not all(isinstance(section, Mapping) for section in sections):
+        return  # no section on one side, or a malformed one that structuring reports
+    inherited, written = (section.get("sampling") for section in sections)  # type: ignore[union-attr]
+    if not (isinstance(inherited, Mapping) and isinstance(written, Mapping)):
+        return
+    if written.get("strategy", inherited.get("strategy", DEFAULT_STRATEGY)) == inherited.get(
+        "strategy", DEFAULT_STRATEGY
+    ):
+        return
+    shared = {key: item for key, item in inherited.items() if key in COMMON_KEYS}
+    merged["self_play"] = {**merged["self_play"], "sampling": shared}
 
 
 def _with_preset(name: str, behavior: Any) -> Any:
@@ -598,6 +715,8 @@ converter.register_structure_hook_func(attrs.has, _structure_attrs)
 converter.register_structure_hook(BehaviorSettings, _structure_trainer_settings)
 converter.register_structure_hook(RunOptions, _structure_run_options)
 converter.register_structure_hook(EnvironmentParameterSettings, _structure_environment_parameter)
+converter.register_structure_hook(SamplingSettings, _structure_sampling)
+converter.register_unstructure_hook(SamplingSettings, _unstructure_sampling)
 converter.register_unstructure_hook(
     EnvironmentParameterSettings, _unstructure_environment_parameter
 )

@@ -22,7 +22,7 @@ import numpy as np
 from ghost.core.league import Exploiter, LeagueState, draw_for_exploiter
 from ghost.core.opponents import LATEST, FixedOpponent, Opponent, Pool, opponent_slots
 from ghost.core.ratings import MatchRating
-from ghost.core.sampling import make_sampler
+from ghost.core.sampling import exploiter_pfsp_exponent, make_sampler
 from ghost.core.settings import SelfPlaySettings
 from ghost.core.snapshots import Snapshot, SnapshotWindow
 from ghost.core.win_rates import WinRates
@@ -161,7 +161,7 @@ class SelfPlayState:
         else:
             draws = draw_for_exploiter(
                 exploiter, pool, behavior_name=self.behavior_name, count=count,
-                exponent=self.settings.sampling.pfsp_exponent, rng=self.rng,
+                exponent=exploiter_pfsp_exponent(self.settings.sampling), rng=self.rng,
             )  # fmt: skip
         self.opponents[team] = draws
         return draws

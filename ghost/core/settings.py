@@ -1,55 +1,21 @@
 """The ``self_play:`` section of a behavior: ML-Agents' keys plus ours, as frozen attrs classes.
 
 The self-play core reads only these; where they sit in a run configuration is
-``ghost.config.settings``' business. ``sampling.strategy`` is checked against the registered
-samplers when a sampler is made (``ghost.core.sampling.make_sampler``) and by the config loader.
+``ghost.config.settings``' business. ``self_play.sampling`` (``SamplingSettings``) lives with the
+sampler registry in ``ghost.core.sampling``, since each strategy declares its own keys there; it
+and the built-in strategies' option values are importable from here as well.
 """
 
 from __future__ import annotations
 
-import enum
-
 import attrs
 
 from envs.validators import positive, unit_interval
-
-
-class PFSPWeighting(str, enum.Enum):
-    """AlphaStar's prioritised fictitious self-play weightings of the learner's win rate ``p``."""
-
-    HARD = "hard"  # (1 - p) ** pfsp_exponent: focus on opponents the learner loses to
-    VARIANCE = "variance"  # p (1 - p): focus on even matches
-
-
-@attrs.frozen(kw_only=True)
-class MixtureWeights:
-    """``strategy: mixture``: fixed probabilities of drawing the latest policy, a window
-    snapshot, or a fixed opponent; they must sum to 1."""
-
-    latest: float = attrs.field(default=0.5, validator=unit_interval)
-    window: float = attrs.field(default=0.5, validator=unit_interval)
-    fixed: float = attrs.field(default=0.0, validator=unit_interval)
-
-    def __attrs_post_init__(self) -> None:
-        total = self.latest + self.window + self.fixed
-        if abs(total - 1.0) > 1e-6:
-            raise ValueError(
-                f"mixture weights latest + window + fixed must sum to 1 (got {self.latest} + "
-                f"{self.window} + {self.fixed} = {total:g})"
-            )
-
-
-@attrs.frozen(kw_only=True)
-class SamplingSettings:
-    """``self_play.sampling``: how a ghosted team's opponents are drawn from the pool."""
-
-    #: latest_ratio (ML-Agents' rule, default), uniform, pfsp, mixture, or a plugin's name
-    strategy: str = "latest_ratio"
-    pfsp_weighting: PFSPWeighting = PFSPWeighting.HARD
-    pfsp_exponent: float = attrs.field(default=2.0, validator=positive)
-    mixture: MixtureWeights = attrs.Factory(MixtureWeights)
-    #: how many recent matches against each opponent the rolling win rate remembers
-    win_rate_window: int = attrs.field(default=200, validator=positive)
+from ghost.core.sampling import (  # noqa: F401 - MixtureWeights, PFSPWeighting: re-exported
+    MixtureWeights,
+    PFSPWeighting,
+    SamplingSettings,
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -196,8 +162,7 @@ class SelfPlaySettings:
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
             raise ValueError(f"fixed opponent names must be unique; repeated: {duplicates}")
-        if self.sampling.strategy == "mixture" and self.sampling.mixture.fixed > 0 and not names:
-            raise ValueError("sampling.mixture.fixed > 0 needs at least one fixed_opponents entry")
+        self.sampling.check(self)
         wanted = self.evaluation.opponents if self.evaluation is not None else None
         unknown = sorted(set(wanted or ()) - set(names))
         if unknown:
