@@ -22,9 +22,8 @@ from ghost.core.controller import TeamChange
 from ghost.core.ghost_cycle import GhostCycle, Route
 from ghost.core.opponents import Opponent
 from ghost.core.self_play import SelfPlayState
-from ghost.mlagents_plugin import groups
+from ghost.mlagents_plugin import groups, state_files
 from ghost.mlagents_plugin.runs import GhostRun
-from ghost.mlagents_plugin.state_files import SelfPlayFiles, restore
 from ghost.mlagents_plugin.team_policy import TeamPolicy
 
 ELO = "Self-play/ELO"  # ML-Agents' console line prints this one
@@ -59,7 +58,7 @@ class MLAgentsGhostTrainer(Trainer):
         self.run = run
         self.controller = run.controller
         self.state = state
-        self.files = SelfPlayFiles(artifact_path)
+        self.files = state_files.self_play_folder(artifact_path)
         self._stats_reporter = trainer.stats_reporter
         self._stats_reporter.add_property(StatsPropertyType.SELF_PLAY, True)
         self.learner: Any = None
@@ -119,7 +118,10 @@ class MLAgentsGhostTrainer(Trainer):
         self._team_of_queue[parsed_behavior_id.behavior_id] = team
         self.controller.subscribe_team(team, self.state)  # before a restored rotation
         if self._restored is not None:
-            restore(self._restored, state=self.state, run=self.run, step=self.trainer.get_step)
+            state_files.restore(
+                self.files, self._restored, state=self.state, run=self.run,
+                step=self.trainer.get_step,
+            )  # fmt: skip
             self._restored = None
             self.cycle.restore()
         self.cycle.connect_team(team)
@@ -190,9 +192,10 @@ class MLAgentsGhostTrainer(Trainer):
         """Write the self-play state of the trainer's current step (with its checkpoint)."""
         if self.learner is None:
             return
-        self.files.save(
-            step=self.trainer.get_step, state=self.state, controller=self.controller.state_dict()
-        )
+        state_files.save(
+            self.files, step=self.trainer.get_step, state=self.state,
+            controller=self.controller.state_dict(),
+        )  # fmt: skip
 
     def save_model(self) -> None:
         self.trainer.save_model()  # checkpoints, which saves the self-play state too

@@ -21,59 +21,36 @@ import torch
 from mlagents_envs.logging_util import get_logger
 
 from ghost.core.self_play import SelfPlayState
+from ghost.core.state_folder import SelfPlayFolder
 from ghost.mlagents_plugin.runs import GhostRun
 from trainers.atomic_files import atomic_save, atomic_write_text
 from trainers.safe_load import load_pt
 
 logger = get_logger(__name__)
 
-FORMAT = 1
 
-
-class SelfPlayFiles:
+def self_play_folder(artifact_path: str | Path) -> SelfPlayFolder:
     """The ``self_play`` folder of one behavior's ML-Agents artifact folder."""
-
-    def __init__(self, artifact_path: str | Path) -> None:
-        self.folder = Path(artifact_path) / "self_play"
-
-    @property
-    def state_path(self) -> Path:
-        return self.folder / "state.pt"
-
-    def snapshot_path(self, snapshot_id: int) -> Path:
-        return self.folder / f"snapshot-{snapshot_id}.pt"
-
-    def save(self, *, step: int, state: SelfPlayState, controller: dict[str, Any]) -> None:
-        """Write the window's new snapshots, then the state, then drop evicted snapshots."""
-        for snapshot in state.window:
-            if snapshot.path is None or not snapshot.path.exists():
-                snapshot.path = self.snapshot_path(snapshot.snapshot_id)
-                atomic_save(snapshot.weights, snapshot.path)
-        record = {
-            "format": FORMAT,
-            "step": int(step),
-            "self_play": state.state_dict(),
-            "controller": controller,
-        }
-        atomic_save(record, self.state_path)
-        atomic_write_text(self.folder / "payoff.csv", state.win_rates.payoff_csv())
-        keep = {snapshot.path for snapshot in state.window}
-        for stale in self.folder.glob("snapshot-*.pt"):
-            if stale not in keep:
-                stale.unlink(missing_ok=True)
-
-    def load(self) -> dict[str, Any] | None:
-        """The saved record, or None when this behavior has none yet."""
-        if not self.state_path.exists():
-            return None
-        record = load_pt(self.state_path)
-        if record.get("format") != FORMAT:
-            raise ValueError(f"{self.state_path} has an unknown format {record.get('format')!r}")
-        return record
+    return SelfPlayFolder(
+        Path(artifact_path) / "self_play", save=atomic_save, load=load_pt,
+        write_text=atomic_write_text,
+    )  # fmt: skip
 
 
-def restore(record: dict[str, Any], *, state: SelfPlayState, run: GhostRun, step: int) -> None:
-    """Continue ``state`` and ``run``'s controller from a ``SelfPlayFiles.load`` record; ``step``
+def save(folder: SelfPlayFolder, *, step: int, state: SelfPlayState, controller: Any) -> None:
+    """Write the self-play state of trainer step ``step`` (``controller``: its state dict)."""
+    folder.save(state, {"step": int(step), "controller": controller})
+
+
+def restore(
+    folder: SelfPlayFolder,
+    record: dict[str, Any],
+    *,
+    state: SelfPlayState,
+    run: GhostRun,
+    step: int,
+) -> None:
+    """Continue ``state`` and ``run``'s controller from a ``SelfPlayFolder.load`` record; ``step``
     is the trainer step of the model checkpoint just loaded."""
     name = state.behavior_name
     if record["step"] != step:
@@ -82,18 +59,13 @@ def restore(record: dict[str, Any], *, state: SelfPlayState, run: GhostRun, step
             "%d (the run stopped between the two writes); continuing with that state",
             name, record["step"], step,
         )  # fmt: skip
-    state.load_state_dict(record["self_play"], read_weights=read_snapshot)
+    folder.restore(record, state)
     run.restore_controller(record["controller"])
     logger.info(
         "%s: resumed self-play at step %d: window %s, Elo %.1f, learning team %s",
         name, step, [s.snapshot_id for s in state.window], state.rating,
         run.controller.learning_team,
     )  # fmt: skip
-
-
-def read_snapshot(path: Path) -> Any:
-    """A snapshot's weights as written by ``SelfPlayFiles.save``."""
-    return torch.load(path, map_location="cpu", weights_only=True)
 
 
 def read_checkpoint_policy(path: str | Path) -> Any:

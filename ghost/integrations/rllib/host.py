@@ -32,6 +32,7 @@ from ghost.core.ghost_cycle import GhostCycle
 from ghost.core.opponents import Opponent
 from ghost.core.self_play import SelfPlayState
 from ghost.core.settings import SelfPlaySettings
+from ghost.core.state_folder import SelfPlayFolder
 from ghost.integrations.rllib import routing
 from ghost.integrations.rllib.league import RLlibLeagueTurns
 from ghost.integrations.rllib.routing import LEARNER_MODULE, Routing, Tally, ghost_module
@@ -42,7 +43,6 @@ logger = logging.getLogger(__name__)
 
 #: the folder inside an RLlib checkpoint that holds the self-play state
 FOLDER = "ghost_self_play"
-FORMAT = 1
 RESULT_KEY = "Self-play"
 
 
@@ -226,48 +226,36 @@ class RLlibSelfPlay:
         return report
 
     # -- persistence -------------------------------------------------------------------------
+    @staticmethod
+    def _files(checkpoint: str | Path) -> SelfPlayFolder:
+        return SelfPlayFolder(
+            Path(checkpoint) / FOLDER, save=atomic_save, load=load_pt,
+            write_text=atomic_write_text,
+        )  # fmt: skip
+
     def save(self, checkpoint: str | Path) -> Path:
         """Write the self-play state into ``<checkpoint>/ghost_self_play`` (every file atomic;
         snapshots before the state that names them); returns that folder."""
-        folder = Path(checkpoint) / FOLDER
-        folder.mkdir(parents=True, exist_ok=True)
-        for snapshot in self.state.window:
-            snapshot.path = folder / f"snapshot-{snapshot.snapshot_id}.pt"
-            atomic_save(snapshot.weights, snapshot.path)
-        record = {
-            "format": FORMAT,
+        files = self._files(checkpoint)
+        files.save(self.state, {
             "learner_steps": self.learner_steps,
             "learning_team": self.learning_team,
-            "self_play": self.state.state_dict(),
             "controller": self.controller.state_dict(),
             "league_turns": None if self.league is None else self.league.state_dict(),
-        }
-        atomic_save(record, folder / "state.pt")
-        atomic_write_text(folder / "payoff.csv", self.state.win_rates.payoff_csv())
-        keep = {snapshot.path for snapshot in self.state.window}
-        for stale in folder.glob("snapshot-*.pt"):
-            if stale not in keep:
-                stale.unlink(missing_ok=True)
-        return folder
+        })  # fmt: skip
+        return files.folder
 
     def load(self, checkpoint: str | Path) -> None:
         """Continue from ``save``'s folder in ``checkpoint`` (read without unpickling code) and
         field the saved opponents again."""
-        folder = Path(checkpoint) / FOLDER
-        path = folder / "state.pt"
-        if not path.is_file():
+        files = self._files(checkpoint)
+        record = files.load()
+        if record is None:
             raise FileNotFoundError(
                 f"{checkpoint} holds no self-play state ({FOLDER}/state.pt); save it with "
                 "ghost.integrations.rllib.save_checkpoint"
             )
-        record = load_pt(path)
-        if record.get("format") != FORMAT:
-            raise ValueError(f"{path} has an unknown format {record.get('format')!r}")
-        state = record["self_play"]
-        # the checkpoint may have moved since it was written: its snapshots sit beside state.pt
-        for meta in state["window"]:
-            meta["path"] = str(folder / Path(meta["path"]).name)
-        self.state.load_state_dict(state, read_weights=load_pt)
+        files.restore(record, self.state)
         self.controller.load_state_dict(record["controller"])
         self.learner_steps = int(record["learner_steps"])
         self.learning_team = int(record["learning_team"])
