@@ -14,8 +14,8 @@ MLP, window 10, one opponent per swap)::
 ``--steps`` defaults to 60,000; the window points snapshot every 500 steps so that even a
 100-snapshot window fills. Steps per second count the learning team's steps (the trainer's); the
 teams points also give every team's agent steps. Tennis has two teams, so the teams points train
-``tests.team_envs.TeamArenaEnv`` instead: one agent per team in each arena, every agent deciding
-every step, the arena's top scorer winning each 16-step match.
+``TeamArenaEnv`` (``scripts/team_arena.py``) instead: one agent per team in each arena, every agent
+deciding every step, the arena's top scorer winning each 16-step match.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ def tennis(worker_id=0, seed=0):
     return make_game("tennis", num_arenas=arenas, worker_id=worker_id, seed=seed)
 
 def team_arena(worker_id=0, seed=0):
-    from tests.team_envs import TeamArenaEnv
+    sys.path.insert(0, "scripts")  # run_point runs in the repository root
+    from team_arena import TeamArenaEnv
     names = [f"Tennis?team={team}" for team in range(teams)]
     return TeamArenaEnv(behaviors=names, num_arenas=arenas, episode_length=16, seed=seed)
 

@@ -14,7 +14,7 @@ Run on purpose (several minutes), from the repository root::
    a checkpoint, and ``--resume`` finishes it.
 3. **A full disk and a read-only one** (a small tmpfs; needs root and ``mount``, else skipped and
    said so): a clear error, the last checkpoint intact, and ``--resume`` finishes once there is room.
-4. **Malformed inputs** (``tests/malformed_inputs.py``): each a clear error with exit code 2 and no
+4. **Malformed inputs** (``scripts/malformed_inputs.py``): each a clear error with exit code 2 and no
    traceback; afterwards the same run id starts (or resumes) cleanly.
 5. **Shared runs and files** (``scripts/fault_sharing.py``): concurrent runs on one run folder, a
    policy file that would run code, and a checkpoint truncated at random offsets.
@@ -37,12 +37,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from fault_sharing import sharing_campaigns  # noqa: E402
-from fault_tools import (  # noqa: E402
+from fault_sharing import sharing_campaigns
+from fault_tools import (
     CONFIG,
     Outcome,
     environment_workers,
@@ -56,8 +52,7 @@ from fault_tools import (  # noqa: E402
     wait_for_line,
     wait_for_temp_file,
 )
-
-from tests.malformed_inputs import GOOD_CONFIG, MALFORMED_INPUTS  # noqa: E402
+from malformed_inputs import GOOD_CONFIG, MALFORMED_INPUTS
 
 
 # -- 1. kill -9 --------------------------------------------------------------------------------

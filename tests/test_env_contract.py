@@ -4,6 +4,8 @@ run that resumes once the environment is fixed."""
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,7 +13,10 @@ import pytest
 import ghost
 from ghost.running import cli
 from tests import contract_envs
-from tests.malformed_inputs import GOOD_CONFIG as CONFIG
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+
+from malformed_inputs import GOOD_CONFIG as CONFIG  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,11 +40,14 @@ from ghost.running import cli
 from ghost.running.start_checks import check_start
 from tests.conftest import FakeEntryPoint
 from tests.fake_envs import FakeEnv, make_asymmetric
-from tests.malformed_inputs import GOOD_CONFIG
 from trainers.atomic_files import atomic_write_text
 from trainers.console_log import ConsoleLog
 from trainers.hyperparameters import POCASettings, PPOSettings, SACSettings
 from trainers.run_lock import RunLock
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+
+from malformed_inputs import GOOD_CONFIG  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -421,7 +425,7 @@ def test_the_console_log_ends_with_what_stopped_the_run(tmp_path):
 
 
 def test_malformed_inputs_hold_these_traps():
-    from tests.malformed_inputs import MALFORMED_INPUTS
+    from malformed_inputs import MALFORMED_INPUTS
 
     labels = {case.label for case in MALFORMED_INPUTS}
     assert {"--resume of a missing run, no config", "memory with learn_from_latest"} <= labels

@@ -6,11 +6,15 @@ and ``config`` only), ``integrations`` apart (on any of the ordered ones), and t
 ``ghost.exceptions`` and ``ghost.command_line`` beneath them all. A module imports its own subpackage and those below it, never one above.
 
 Every import statement of every project module counts, top-level or inside a function.
+
+``scripts/`` never imports ``tests/``: what the two share lives in ``scripts/`` (the tests import it
+from there) or in the package.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 import textwrap
@@ -110,6 +114,43 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         if node not in index:
             visit(node)
     return found
+
+
+#: a line importing the test suite: an import statement, also one in code a script runs in a fresh
+#: process (``scripts/cost_curve.py`` keeps its benchmark point in a string)
+TESTS_IMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+tests(?:\.\w+)*[ \t]+import\b|import[ \t]+tests\b).*", re.M
+)
+
+
+def scripts_importing_tests(root: Path = ROOT) -> dict[str, list[str]]:
+    """Each file of ``root/scripts`` that imports ``tests``, with its import lines."""
+    found = {}
+    for path in sorted((root / "scripts").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        lines = [match.group(0).strip() for match in TESTS_IMPORT.finditer(text)]
+        if lines:
+            found[path.relative_to(root).as_posix()] = lines
+    return found
+
+
+def test_scripts_never_import_the_tests():
+    assert scripts_importing_tests() == {}
+
+
+def test_the_scripts_checker_sees_imports_in_code_and_in_strings(tmp_path):
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "a.py").write_text("import os\nfrom tests.team_envs import X\n")
+    (scripts / "b.py").write_text('POINT = """\ndef f():\n    import tests.fake_envs\n"""\n')
+    (scripts / "c.py").write_text(
+        '"""Runs the env tests.contract_envs:healthy;\nfrom tests we learn."""\n'
+        'ENV = "tests.contract_envs:healthy"\nimport tests_of_mine\n'
+    )
+    assert scripts_importing_tests(tmp_path) == {
+        "scripts/a.py": ["from tests.team_envs import X"],
+        "scripts/b.py": ["import tests.fake_envs"],
+    }
 
 
 def test_lower_layers_never_import_ghost():

@@ -1,14 +1,19 @@
-"""Every malformed input of ``tests/malformed_inputs.py``: one clear message, exit code 2, and a
+"""Every malformed input of ``scripts/malformed_inputs.py``: one clear message, exit code 2, and a
 run folder that is either gone or holds a checkpoint to resume from."""
 
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
 from ghost.running import cli
-from tests.malformed_inputs import GOOD_CONFIG, MALFORMED_INPUTS
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+
+from malformed_inputs import GOOD_CONFIG, MALFORMED_INPUTS  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -1,7 +1,9 @@
 """Malformed inputs a user can hand ``ghost-learn``: each must end in one clear message (exit
 code 2, no traceback) and leave nothing behind that stops the same run id from starting or
 resuming once the input is fixed. ``scripts/fault_campaign.py`` runs them all as subprocesses;
-``tests/test_malformed_inputs.py`` runs them in-process.
+``tests/test_malformed_inputs.py`` runs them in-process (importing this module from ``scripts/``).
+The environments the cases name (``tests.contract_envs:healthy``) are ``--env`` strings that
+``ghost-learn`` imports when run from the repository root, not imports of this module.
 
 Each case is a config text (or the good config, or none at all), flags, and a piece of the
 expected message. A case with ``--check`` is one that training refuses at its start too, with the
