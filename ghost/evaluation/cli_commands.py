@@ -82,6 +82,7 @@ def match(args: argparse.Namespace, out: Output) -> None:
         assert run_root is not None
         return _seated_match(args, run_root, out)
     game = _game(args, run_root)
+    _note_finals(out, [policy, args.against], game)
     if args.against == SNAPSHOTS:
         replay_opponent = _against_snapshots(args, game, policy, run_root, out)
     else:
@@ -128,16 +129,50 @@ def _game(args: argparse.Namespace, run_root: Path | None) -> str:
     """--game, or the game of POLICY's run; checked."""
     from ghost.evaluation import report
     from ghost.play import matches
+    from ghost.play.run_record import RunRecord
 
     game = args.game or (report.run_game(run_root) if run_root is not None else None)
     if game is None:
+        games = ", ".join(sorted(matches.BUILTIN_GAMES))
+        note = RunRecord(run_root).host.game_note if run_root is not None else None
         raise ConfigError(
-            f"cannot tell the game of {Path(args.policy)}; pass --game (one of "
-            f"{', '.join(sorted(matches.BUILTIN_GAMES))}) or --env (a Unity build or "
-            "module:callable)"
+            f"cannot tell the game of {Path(args.policy)}: {note} (built-in games: {games})"
+            if note
+            else f"cannot tell the game of {Path(args.policy)}; pass --game (one of {games}) or "
+            "--env (a Unity build or module:callable)"
         )
     matches.check_game(game)
     return game
+
+
+def _note_finals(out: Output, players: list[Any], game: str) -> None:
+    """Say on stderr (and under ``notes`` in JSON) what stands for the final policy of each run
+    folder among ``players`` whose host keeps none that can be read safely (RLlib)."""
+    from envs.games import make_game
+    from ghost.play.run_record import RunRecord
+
+    folders = [Path(p) for p in players if isinstance(p, str | Path) and Path(p).is_dir()]
+    folders = [folder for folder in folders if RunRecord(folder).host.final_is_snapshot]
+    if not folders:
+        return
+    env = make_game(game, num_arenas=1)
+    try:
+        behaviors = sorted({role.name for role in env.ROLES})
+    finally:
+        env.close()
+    notes: list[str] = []
+    for folder in folders:
+        run = RunRecord(folder)
+        for behavior in behaviors:
+            notes += [note for note in run.notes(behavior) if note not in notes]
+    _note(out, notes)
+
+
+def _note(out: Output, notes: list[str]) -> None:
+    for note in notes:
+        print(f"{PROG}: note: {note}", file=sys.stderr)
+    if notes:
+        out.data.setdefault("notes", []).extend(notes)
 
 
 def _against_snapshots(
@@ -238,6 +273,7 @@ def snapshots(args: argparse.Namespace, out: Output) -> None:
         raise ConfigError(f"{args.policy} is not inside a run folder, which has the snapshots")
     against = args.against if args.against is not None else str(run_root)
     behavior = matches.policy_behavior(game, args.side)
+    _note_finals(out, [against], game)
     with progress_line(args, "snapshots", unit="snapshots") as progress:
         rows = evaluate_run(
             run_root, behavior, opponent=against, game=game,
@@ -305,6 +341,7 @@ def league(args: argparse.Namespace, out: Output) -> None:
         if cli_env.plays_env(args, run_root):  # a Unity build or module:callable run
             cli_env.league(args, run_root, out, progress=_pair_progress(line))
         else:
+            _note_league_finals(out, need_run(args, run_root), args.game)
             table = play_league(
                 need_run(args, run_root),
                 games_per_pair=40 if args.games_per_pair is None else args.games_per_pair,
@@ -319,6 +356,16 @@ def league(args: argparse.Namespace, out: Output) -> None:
             out.data["league"] = table.to_dict()
             out.text.append(format_league(table))
     _keep_and_draw_league(out, run_root, plots=None if missing else plots)
+
+
+def _note_league_finals(out: Output, run_root: Path, game: str | None) -> None:
+    """The final-policy notes of the run (``_note_finals``), when its game is known."""
+    from ghost.play import matches
+    from ghost.play.run_record import RunRecord
+
+    game = game or RunRecord(run_root).builtin_game
+    if game in matches.BUILTIN_GAMES:  # else play_league says what is wrong
+        _note_finals(out, [run_root], game)
 
 
 def _make_plots_folder(folder: Path) -> None:
@@ -388,9 +435,13 @@ def report(args: argparse.Namespace, out: Output) -> None:
     from ghost.evaluation import report as run_report
 
     _, run_root = resolve_policy(args.policy)
+    from ghost.play.run_record import RunRecord
+
     run = need_run(args, run_root)
-    image = output_file(args.image, f"{Path(run_root).resolve().name}-report.png")
+    name = RunRecord(run).host.name.removesuffix(".zip")  # an SB3 model's name
+    image = output_file(args.image, f"{name}-report.png")
     path = run_report.write_report(run, image)
+    _note(out, run_report.report_notes(run))
     pictures = run_report.write_league_report(run, path)
     out.data["report"] = str(path)
     out.data["league_pictures"] = [str(picture) for picture in pictures]

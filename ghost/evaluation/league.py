@@ -259,12 +259,15 @@ def play_pair(
 
 def _league_game(run_dir: Path, game: str | None) -> str:
     """``game``, or else the built-in game named in the run's configuration.yaml; checked."""
+    run = RunRecord(run_dir) if run_dir.is_dir() else None
+    if game is None and run is not None:
+        game = run.builtin_game
     if game is None:
-        game = RunRecord(run_dir).builtin_game if run_dir.is_dir() else None
-    if game is None:
+        note = run.host.game_note if run is not None else None
+        why = f": {note}" if note else " from its configuration.yaml; pass game= / --game"
         raise ConfigError(
-            f"cannot tell the game of run {run_dir} from its configuration.yaml; pass game= / "
-            f"--game, one of {', '.join(sorted(matches.BUILTIN_GAMES))}"
+            f"cannot tell the game of run {run_dir}{why} (one of "
+            f"{', '.join(sorted(matches.BUILTIN_GAMES))})"
         )
     matches.check_game(game)
     return game

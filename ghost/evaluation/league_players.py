@@ -2,7 +2,9 @@
 
 ``league_players`` gathers them for one run on a built-in game; ``env_league_players`` for one or
 more runs on a Unity build or a ``module:callable`` environment, where there are no scripted
-levels (a fixed opponent that is one is left out, with a warning).
+levels (a fixed opponent that is one is left out, with a warning). A run of any host
+(``ghost.play.run_layouts``) has snapshots and a final policy; only ghost-learn and
+mlagents-learn record fixed opponents.
 """
 
 from __future__ import annotations
@@ -54,13 +56,13 @@ class LeaguePlayer:
 
 # -- the players of a run ------------------------------------------------------------------------
 def _fixed_entries(run_dir: Path, behavior: str) -> list[Any]:
-    """``self_play.fixed_opponents`` of ``behavior`` in the run's configuration.yaml."""
+    """``self_play.fixed_opponents`` of ``behavior`` in the run's configuration.yaml (none for
+    a host that records no configuration: SB3, RLlib)."""
     try:
-        options = RunRecord(run_dir).options()
+        self_play = RunRecord(run_dir).self_play_settings(behavior)
     except GhostError as error:
         logger.warning("leaving out the fixed opponents of %s: %s", run_dir, error)
         return []
-    self_play = options.settings_for(behavior).self_play
     return list(self_play.fixed_opponents) if self_play is not None else []
 
 
@@ -112,10 +114,9 @@ def _check_levels(game: str, include_levels: Sequence[str]) -> None:
 _Namer = Callable[[str, str, str], str]
 
 
-def _own_players(
-    run: RunRecord, behavior: str, *, steps: dict[str, int], named: _Namer
-) -> list[LeaguePlayer]:
-    """``behavior``'s snapshots in the run (oldest first), then its final policy (at ``steps``)."""
+def _own_players(run: RunRecord, behavior: str, *, named: _Namer) -> list[LeaguePlayer]:
+    """``behavior``'s snapshots in the run (oldest first), then its final policy (unless it is
+    one of those snapshots: an RLlib run's newest stands for its final policy)."""
     players: list[LeaguePlayer] = []
     try:
         snapshots = run.snapshots(behavior)
@@ -133,15 +134,17 @@ def _own_players(
                 training_rating=snapshot.rating,
             )
         )
-    final = run.final_policy_path(behavior)
-    if final.is_file():
+    final = run.final(behavior)
+    if final is not None and final.path.is_file():
+        if final.path in {snapshot.path for snapshot in snapshots}:
+            return players
         players.append(
             LeaguePlayer(
                 name=named("final", behavior, FINAL),
                 kind=FINAL,
                 behavior=behavior,
-                path=final,
-                step=steps.get(behavior),
+                path=final.path,
+                step=final.step,
             )
         )
     return players
@@ -253,7 +256,7 @@ def _gather(
         for prefix, run_dir in runs.items():
             run = RunRecord(run_dir)
             named = namer(prefix)
-            players += _own_players(run, behavior, steps=run.checkpoint_steps(), named=named)
+            players += _own_players(run, behavior, named=named)
             players += _opponent_players(
                 run_dir, behavior, game=game, include_levels=include_levels, named=named
             )

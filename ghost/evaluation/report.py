@@ -1,8 +1,12 @@
 """A run's training curves read back, and ``write_report``, a PNG of its Elo and cumulative
 reward curves; ``write_league_report``, the pictures of the run's last league beside it.
 
-Curves come from each behavior folder's TensorBoard events (ML-Agents' tag names). Everything
-else a run left behind (its configuration, game, final policies, snapshots) is read by
+Curves come from the TensorBoard events the run's host wrote (``RunRecord.host.curve_sources``):
+each behavior folder of ghost-learn and mlagents-learn (ML-Agents' tag names), the run folder
+SB3's ``tensorboard_log`` names (its reward is ``rollout/ep_rew_mean``). A host that wrote no Elo
+curve there (RLlib keeps its logs in its own results folder) gets the ratings of the snapshots in
+its self-play state instead, and ``report_notes`` says in one line each what could not be drawn.
+Everything else a run left behind (its configuration, game, final policies, snapshots) is read by
 ``ghost.play.run_record.RunRecord``; ``run_game`` and ``run_snapshots`` are its shortcuts.
 """
 
@@ -18,16 +22,33 @@ import numpy as np
 
 from ghost.evaluation.pictures import PLOTS_HINT, write_league_pictures
 from ghost.exceptions import GhostError, RunDirectoryError
+from ghost.play import run_layouts
+from ghost.play.run_layouts import ELO_TAG, GHOST_LEARN, LEAGUE_FILE, MLAGENTS, REWARD_TAG
 from ghost.play.run_record import RunRecord, SnapshotInfo
 from trainers.atomic_files import atomic_write_text
-from trainers.run_layout import CONFIGURATION_FILE, RunLayout
+
+__all__ = [
+    "ELO_TAG",
+    "LEAGUE_FILE",
+    "REWARD_TAG",
+    "Curve",
+    "find_run_root",
+    "league_result_path",
+    "read_curves",
+    "read_league_result",
+    "report_notes",
+    "run_game",
+    "run_snapshots",
+    "save_league_result",
+    "write_league_report",
+    "write_report",
+]
 
 logger = logging.getLogger(__name__)
 
-ELO_TAG = "Self-play/ELO"
-REWARD_TAG = "Environment/Cumulative Reward"
-#: the last league played on a run (``LeagueTable.to_dict()``), in its ``run_logs`` folder
-LEAGUE_FILE = "league.json"
+#: the label of the Elo drawn from the snapshots' ratings when the logs have no Elo curve
+SNAPSHOT_RATINGS = "snapshots"
+SNAPSHOT_SOURCE = "ratings of the snapshots in the self-play state"
 
 
 def _check_run(run_dir: Path) -> None:
@@ -45,70 +66,109 @@ def run_snapshots(run_dir: str | Path, behavior_name: str) -> list[SnapshotInfo]
 
 
 def find_run_root(path: str | Path, *, levels: int = 3) -> Path | None:
-    """The run folder holding ``path`` (itself or an ancestor with ``configuration.yaml``)."""
-    path = Path(path)
-    for candidate in [path, *path.parents][: levels + 1]:
-        if (candidate / CONFIGURATION_FILE).is_file():
-            return candidate
-    return None
+    """The run holding ``path`` (itself or an ancestor): a ``configuration.yaml`` folder of
+    ghost-learn or mlagents-learn, an SB3 model's ``<model>.self_play`` folder (for the model,
+    its folder or the self-play folder), an RLlib checkpoint with ``ghost_self_play``
+    (``ghost.play.run_layouts.find_run_root``)."""
+    return run_layouts.find_run_root(path, levels=levels)
 
 
 # -- curves ------------------------------------------------------------------------------------
 @attrs.frozen(kw_only=True)
 class Curve:
-    """One scalar series of one behavior: ``steps`` and ``values`` arrays of equal length."""
+    """One scalar series of one behavior: ``steps`` and ``values`` arrays of equal length.
+
+    ``tag`` is ML-Agents' name of the series; ``source`` where it was read: the tag the host
+    wrote (SB3's reward is ``rollout/ep_rew_mean``), or ``SNAPSHOT_SOURCE``.
+    """
 
     behavior: str
     tag: str
     steps: np.ndarray
     values: np.ndarray
+    source: str = ""
 
 
 def read_curves(run_dir: str | Path, tags: tuple[str, ...] = (ELO_TAG, REWARD_TAG)) -> list[Curve]:
-    """The ``tags`` scalar series of every behavior folder of a run that has TensorBoard events.
+    """The ``tags`` scalar series (ML-Agents' names; each host's own tag is read for them) of
+    every folder of TensorBoard events the run's host wrote.
 
-    :raises RunDirectoryError: the run is missing or has no event files at all.
+    :raises RunDirectoryError: the run is missing, or is a ghost-learn or mlagents-learn run with
+        no event files at all (other hosts' missing logs are ``report_notes``).
     """
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    run_dir = Path(run_dir)
-    _check_run(run_dir)
-    folders = sorted(
-        folder
-        for folder in run_dir.iterdir()
-        if folder.is_dir() and any(folder.glob("events.out.tfevents.*"))
-    )
-    if not folders:
+    run = RunRecord(run_dir)
+    run.check()
+    sources, _ = run.host.curve_sources()
+    if not sources and run.host.host in (GHOST_LEARN, MLAGENTS):
         raise RunDirectoryError(
             f"run {run_dir} has no TensorBoard logs (events.out.tfevents.* in a behavior folder); "
             "train it first with ghost-learn"
         )
     curves = []
-    for folder in folders:
-        events = EventAccumulator(str(folder), size_guidance={"scalars": 0})
+    for source in sources:
+        events = EventAccumulator(str(source.folder), size_guidance={"scalars": 0})
         events.Reload()
         available = set(events.Tags().get("scalars", ()))
+        written = {ELO_TAG: source.elo_tag, REWARD_TAG: source.reward_tag}
         for tag in tags:
-            if tag not in available:
+            name = written.get(tag, tag)
+            if name is None or name not in available:
                 continue
-            scalars = events.Scalars(tag)
+            scalars = events.Scalars(name)
             curves.append(
                 Curve(
-                    behavior=folder.name,
+                    behavior=source.label,
                     tag=tag,
                     steps=np.array([s.step for s in scalars], dtype=np.int64),
                     values=np.array([s.value for s in scalars], dtype=np.float64),
+                    source=name,
                 )
             )
     return curves
 
 
+def _snapshot_ratings(run: RunRecord) -> list[Curve]:
+    """The rating of each snapshot in the run's self-play state, by the step it was taken at:
+    the Elo the run can show without TensorBoard logs."""
+    names = run.host.behaviors() or [SNAPSHOT_RATINGS]
+    curves = []
+    for name in names:
+        window = sorted(
+            (int(m["step"]), float(m["rating"]))
+            for m in run.host.window_metadata(name).values()
+            if m.get("step") is not None and m.get("rating") is not None
+        )
+        if window:
+            steps, values = zip(*window, strict=True)
+            curves.append(
+                Curve(behavior=f"{name} ({SNAPSHOT_RATINGS})" if run.host.behaviors() else name,
+                      tag=ELO_TAG, steps=np.array(steps, dtype=np.int64),
+                      values=np.array(values, dtype=np.float64), source=SNAPSHOT_SOURCE)
+            )  # fmt: skip
+    return curves
+
+
+def report_notes(run_dir: str | Path) -> list[str]:
+    """One line for each curve of the report that the run's host did not log (empty for a
+    ghost-learn or mlagents-learn run with its logs)."""
+    run = RunRecord(run_dir)
+    _, missing = run.host.curve_sources()
+    curves = read_curves(run_dir)
+    lines = list(missing)
+    if not any(c.tag == ELO_TAG for c in curves) and _snapshot_ratings(run):
+        lines.append("the Elo panel shows each snapshot's rating from the self-play state instead")
+    return lines
+
+
 def write_report(run_dir: str | Path, path: str | Path, *, title: str | None = None) -> Path:
     """Draw a run's Elo and cumulative reward curves (one line per behavior) into a PNG.
 
-    :param title: the figure title; default the run folder's name.
+    :param title: the figure title; default the run's name (its folder; an SB3 model's file).
     :raises GhostError: matplotlib is not installed (the ``plots`` extra).
-    :raises RunDirectoryError: the run is missing or has no TensorBoard logs.
+    :raises RunDirectoryError: the run is missing, or a ghost-learn or mlagents-learn run has no
+        TensorBoard logs (for other hosts, ``report_notes`` says what is not drawn).
     :returns: ``path``.
     """
     try:
@@ -118,6 +178,8 @@ def write_report(run_dir: str | Path, path: str | Path, *, title: str | None = N
         raise GhostError(f"drawing a report needs matplotlib: {PLOTS_HINT}") from error
     run_dir = Path(run_dir)
     curves = read_curves(run_dir)
+    if not any(c.tag == ELO_TAG for c in curves):
+        curves += _snapshot_ratings(RunRecord(run_dir))
     # a Figure with its own Agg canvas leaves pyplot's global backend alone
     figure = Figure(figsize=(11, 4.2), dpi=100, layout="constrained")
     FigureCanvasAgg(figure)
@@ -143,12 +205,13 @@ def write_report(run_dir: str | Path, path: str | Path, *, title: str | None = N
             )
         elif len(drawn) > 1:
             axis.legend(loc="best", fontsize="small")
-        axis.set_title(f"{label} ({tag})", fontsize="medium")
+        sources = sorted({curve.source or tag for curve in drawn}) or [tag]
+        axis.set_title(f"{label} ({', '.join(sources)})", fontsize="medium")
         axis.set_xlabel("step")
         axis.set_ylabel(label)
         axis.grid(True, alpha=0.3)
     behaviors = ", ".join(sorted({c.behavior for c in curves}))
-    figure.suptitle(f"{title or run_dir.name} — {behaviors}")
+    figure.suptitle(f"{title or RunRecord(run_dir).host.name} — {behaviors}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, format="png")
@@ -158,8 +221,9 @@ def write_report(run_dir: str | Path, path: str | Path, *, title: str | None = N
 
 # -- the run's league ----------------------------------------------------------------------------
 def league_result_path(run_dir: str | Path) -> Path:
-    """``<run>/run_logs/league.json``: where ``ghost-eval league`` keeps the run's last league."""
-    return RunLayout(Path(run_dir)).run_logs_dir / LEAGUE_FILE
+    """Where ``ghost-eval league`` keeps the run's last league: ``<run>/run_logs/league.json``
+    (ghost-learn, mlagents-learn), ``league.json`` in the self-play folder of SB3 and RLlib."""
+    return RunRecord(run_dir).host.league_result_path
 
 
 def save_league_result(run_dir: str | Path, league: dict[str, Any]) -> Path | None:

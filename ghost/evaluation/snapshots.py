@@ -3,7 +3,9 @@
 ``evaluate_run`` plays every snapshot of one behavior against a fixed opponent (a scripted
 level, say); ``evaluate_against_snapshots`` plays a policy against every snapshot of the
 behavior on the other side. Each game is ``ghost.play.head_to_head.evaluate``; the snapshots and
-their steps and ratings come from ``ghost.play.run_record.RunRecord``.
+their steps and ratings come from ``ghost.play.run_record.RunRecord``, whichever host trained the
+run (ghost-learn, mlagents-learn, SB3, RLlib: ``ghost.play.run_layouts``), and each snapshot
+plays as its host's policy (``ghost.play.host_policies``).
 """
 
 from __future__ import annotations
@@ -37,10 +39,13 @@ def _game_of(run_dir: Path, game: str | None) -> str:
             "ghost.evaluation.env_evaluation.evaluate_snapshots"
         )
     if run.builtin_game is None:
+        why = run.host.game_note or (
+            "its configuration.yaml env_settings.env_path is not a built-in game; pass game= / "
+            "--game"
+        )
         raise ConfigError(
-            f"cannot tell the game of run {run_dir} from its configuration.yaml "
-            f"(env_settings.env_path is not a built-in game); pass game= / --game, one of "
-            f"{', '.join(sorted(BUILTIN_GAMES))}"
+            f"cannot tell the game of run {run_dir}: {why} (one of "
+            f"{', '.join(sorted(BUILTIN_GAMES))})"
         )
     return run.builtin_game
 

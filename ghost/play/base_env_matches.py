@@ -45,11 +45,11 @@ from ghost.play.head_to_head import (
     new_counts,
     result_from_counts,
 )
+from ghost.play.host_policies import load_host_policy
 from ghost.play.matches import Seat, describe_spec, spec_fits
 from ghost.play.run_environment import EnvOverrides, RunEnvironment
 from ghost.play.run_record import RunRecord
 from trainers.memory import act_on_steps, forget_ended
-from trainers.policy import load_policy
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ class EnvPlayer:
             if path.is_dir():
                 self._run = RunRecord(path)
             elif path.is_file():
-                self._actor = load_policy(path)
+                self._actor = load_host_policy(path)
             else:
                 raise CheckpointError(
                     f"{what} {path}: no such policy file or run folder (scripted opponents exist "
@@ -105,7 +105,7 @@ class EnvPlayer:
             path = self._run.final_policy_path(name)
             if not path.is_file():
                 return f"run {self.label} has no final policy of {name} ({path.name})"
-            self._loaded[name] = load_policy(path)
+            self._loaded[name] = load_host_policy(path)
         if not spec_fits(self._loaded[name], spec):
             return (
                 f"{self._run.final_policy_path(name)} has "

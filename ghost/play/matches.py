@@ -29,9 +29,9 @@ from envs.games import BUILTIN_GAMES, make_game, scripted_levels, scripted_polic
 from envs.matrix_games import MatrixGame
 from envs.vector_game import Role, VectorGame
 from ghost.exceptions import CheckpointError, ConfigError, EnvironmentSourceError
+from ghost.play.host_policies import load_host_policy
 from ghost.play.run_record import RunRecord
 from trainers.memory import act_on_steps
-from trainers.policy import load_policy
 
 
 @attrs.frozen(kw_only=True)
@@ -155,12 +155,11 @@ def resolve_player(
                         f"run folder {path} has no final policy of {role.name} ({final} is "
                         "missing); pass one of its checkpoints or snapshots instead"
                     )
-                actors[role.behavior_name] = _checked(
-                    load_policy(final), role, game=game, source=final
-                )
+                policy = load_host_policy(final, behavior_spec=role.behavior_spec)
+                actors[role.behavior_name] = _checked(policy, role, game=game, source=final)
             return str(path), actors
         if path.is_file():
-            policy = load_policy(path)
+            policy = load_host_policy(path, behavior_spec=roles[0].behavior_spec if roles else None)
             return text, {
                 role.behavior_name: _checked(policy, role, game=game, source=path) for role in roles
             }

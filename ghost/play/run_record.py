@@ -1,10 +1,15 @@
 """``RunRecord``: what a run left in its results folder, read back in one place.
 
-A run folder (``results/<run-id>``, laid out as ``trainers.run_layout.RunLayout`` describes)
-holds the configuration the run trained with (``configuration.yaml``), its final policies
-(``<Behavior>.pt``), the snapshots of its self-play behaviors and its checkpoints. A snapshot's
-step and rating live in the run's latest checkpoint (``checkpoint.json`` names it), not in the
-snapshot file, so they are ``None`` for a run that never wrote a checkpoint.
+A run folder of ``ghost-learn`` (``results/<run-id>``, laid out as ``trainers.run_layout.RunLayout``
+describes) holds the configuration the run trained with (``configuration.yaml``), its final
+policies (``<Behavior>.pt``), the snapshots of its self-play behaviors and its checkpoints. A
+snapshot's step and rating live in the run's latest checkpoint (``checkpoint.json`` names it), not
+in the snapshot file, so they are ``None`` for a run that never wrote a checkpoint.
+
+Runs of the other hosts of our self-play (``mlagents-learn`` with our plugin, Stable-Baselines3,
+RLlib) are read the same way: ``host`` is the run as ``ghost.play.run_layouts`` recognises it,
+and the snapshots, final policy, checkpoint steps, payoff table and league file come from it.
+``notes`` says what such a run cannot give (its game, its final policy...).
 
 Evaluation, leagues, exploiters and replays all read runs through this class; nothing else
 parses a run's ``configuration.yaml`` by hand.
@@ -13,7 +18,6 @@ parses a run's ``configuration.yaml`` by hand.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,22 +29,24 @@ import yaml
 from envs.env_kinds import EnvPath, describe_env
 from envs.games import BUILTIN_GAMES
 from envs.sources import resolve_env
-from ghost.config.loader import load_options
+from ghost.config.loader import load_options, options_from_dict
 from ghost.config.settings import RunOptions
-from ghost.exceptions import CheckpointError, ConfigError, RunDirectoryError
+from ghost.config.structuring import ConfigProblem, converter
+from ghost.core.settings import SelfPlaySettings
+from ghost.exceptions import ConfigError, RunDirectoryError
+from ghost.play.run_layouts import (
+    GHOST_LEARN,
+    MLAGENTS,
+    FinalPolicy,
+    HostRun,
+    SnapshotInfo,
+    read_run,
+)
 from trainers.run_layout import CONFIGURATION_FILE, RunLayout
 
+__all__ = ["RunRecord", "SnapshotInfo"]
+
 logger = logging.getLogger(__name__)
-
-
-@attrs.frozen(kw_only=True)
-class SnapshotInfo:
-    """One snapshot file of a run, with the step it was taken at and its current rating."""
-
-    snapshot_id: int
-    step: int | None
-    rating: float | None
-    path: Path
 
 
 # not slots: ``functools.cached_property`` keeps the parsed configuration in the instance dict
@@ -78,9 +84,39 @@ class RunRecord:
     def options(self) -> RunOptions:
         """The configuration parsed and checked as ``ghost-learn`` parses it.
 
+        A run of ``mlagents-learn`` gives its ``env_settings`` and ``engine_settings`` only (its
+        behaviors are ML-Agents' trainers, which ghost-learn's parser does not take); a run of
+        SB3 or RLlib, which writes no configuration, the defaults.
+
         :raises GhostError: the file is missing or invalid (a ``ConfigError`` names the key).
         """
-        return load_options(self.layout.configuration_path)
+        if self.host.host == GHOST_LEARN:
+            return load_options(self.layout.configuration_path)
+        if self.host.host != MLAGENTS:
+            return RunOptions()
+        sections = ("env_settings", "engine_settings")
+        return options_from_dict(
+            {k: self.configuration[k] for k in sections if k in self.configuration}
+        )
+
+    def self_play_settings(self, behavior_name: str) -> SelfPlaySettings | None:
+        """The ``self_play`` section ``behavior_name`` trained with (``None``: none, or the host
+        does not record it).
+
+        :raises GhostError: the configuration is invalid.
+        """
+        if self.host.host == GHOST_LEARN:
+            return self.options().settings_for(behavior_name).self_play
+        if self.host.host != MLAGENTS:
+            return None
+        behavior = (self.configuration.get("behaviors") or {}).get(behavior_name) or {}
+        section = behavior.get("self_play") if isinstance(behavior, Mapping) else None
+        if section is None:
+            return None
+        try:
+            return converter.structure(section, SelfPlaySettings)
+        except ConfigProblem as problem:
+            raise problem.to_error(("behaviors", behavior_name, "self_play")) from None
 
     @property
     def env_path(self) -> str | None:
@@ -136,67 +172,54 @@ class RunRecord:
         return [str(name) for name in self.configuration.get("behaviors") or {}]
 
     # -- what training left ----------------------------------------------------------------------
+    @functools.cached_property
+    def host(self) -> HostRun:
+        """The run as its host laid it out (``ghost.play.run_layouts``)."""
+        return read_run(self.root)
+
+    def notes(self, behavior_name: str) -> list[str]:
+        """What evaluation should say about ``behavior_name``'s final policy: one line when the
+        host keeps none that can be read safely and another file stands for it (RLlib)."""
+        final = self.host.final_policy(behavior_name)
+        return [final.note] if final is not None and final.note else []
+
     def final_policy_path(self, behavior_name: str) -> Path:
-        """``<run>/<Behavior>.pt``: the final policy of ``behavior_name`` (``Name``, no team)."""
-        return self.layout.final_policy_path(behavior_name)
+        """The final policy of ``behavior_name`` (``Name``, no team): ``<run>/<Behavior>.pt`` of
+        ghost-learn; mlagents-learn's ``<Behavior>/checkpoint.pt``, SB3's ``model.zip``, the
+        newest snapshot of RLlib (see ``notes``)."""
+        final = self.final(behavior_name)
+        return final.path if final is not None else self.layout.final_policy_path(behavior_name)
 
-    def final_policy(self, behavior_name: str) -> Any:
-        """The final policy of ``behavior_name``, loaded.
+    def final(self, behavior_name: str) -> FinalPolicy | None:
+        """The final policy of ``behavior_name`` with its step and note (``None``: none)."""
+        return self.host.final_policy(behavior_name)
 
+    def final_policy(self, behavior_name: str, *, behavior_spec: Any = None) -> Any:
+        """The final policy of ``behavior_name``, loaded (``ghost.play.host_policies``).
+
+        :param behavior_spec: the behavior it will play (RLlib's snapshots need it).
         :raises ConfigError: the run has no final policy of that behavior.
         """
-        from trainers.policy import load_policy
+        from ghost.play.host_policies import load_host_policy
 
         path = self.final_policy_path(behavior_name)
         if not path.is_file():
             raise ConfigError(f"run {self.root} has no final policy {path.name}")
-        return load_policy(path)
+        return load_host_policy(path, behavior_spec=behavior_spec)
 
     def checkpoint_steps(self) -> dict[str, int]:
         """Behavior name → step of the run's latest checkpoint (empty without one)."""
-        try:
-            index = json.loads(self.layout.checkpoint_index_path.read_text(encoding="utf-8"))
-            return {name: int(entry["step"]) for name, entry in index["behaviors"].items()}
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            logger.info("no checkpoint steps in %s: %s", self.root, error)
-            return {}
+        return self.host.checkpoint_steps()
 
     def snapshots(self, behavior_name: str) -> list[SnapshotInfo]:
-        """The snapshot files of ``behavior_name`` (``Name``, no team), oldest first.
+        """The snapshot files of ``behavior_name`` (``Name``, no team), oldest first. A run of
+        SB3 or RLlib has one learner for every team: its snapshots, whatever the name.
 
         :raises RunDirectoryError: the run or its snapshot folder is missing or empty.
         """
         self.check()
-        folder = self.layout.snapshots_dir(behavior_name)
-        files = self.layout.snapshot_files(behavior_name)
-        if not files:
-            raise RunDirectoryError(
-                f"run {self.root} has no snapshots of {behavior_name} (looked in {folder}); "
-                "snapshots exist only for behaviors trained with self_play"
-            )
-        metadata = self._window_metadata(behavior_name)
-        return [
-            SnapshotInfo(
-                snapshot_id=snapshot_id,
-                step=int(metadata[snapshot_id]["step"]) if snapshot_id in metadata else None,
-                rating=float(metadata[snapshot_id]["rating"]) if snapshot_id in metadata else None,
-                path=files[snapshot_id],
-            )
-            for snapshot_id in sorted(files)
-        ]
+        return self.host.snapshots(behavior_name)
 
-    def _window_metadata(self, behavior_name: str) -> dict[int, dict[str, Any]]:
-        """Snapshot id → ``{step, rating}`` from the run's latest checkpoint (empty without one)."""
-        from trainers.safe_load import load_pt  # torch loads here, not for reading a folder
-
-        try:
-            index = json.loads(self.layout.checkpoint_index_path.read_text(encoding="utf-8"))
-            entry = index["behaviors"][behavior_name]
-            state = load_pt(self.root / entry["file"])
-            window = state["ghost"]["window"]
-        except (OSError, ValueError, KeyError, TypeError, CheckpointError) as error:
-            logger.info(
-                "no snapshot steps or ratings for %s in %s: %s", behavior_name, self.root, error
-            )
-            return {}
-        return {int(m["snapshot_id"]): m for m in window}
+    def payoff_path(self, behavior_name: str) -> Path:
+        """The payoff table of ``behavior_name``'s self-play (``payoff.csv``)."""
+        return self.host.payoff_path(behavior_name)
