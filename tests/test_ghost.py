@@ -299,6 +299,28 @@ def test_controller_rotates_round_robin_in_subscription_order(teams):
     assert order == teams + teams + [teams[0]]
 
 
+def test_hand_over_tells_every_listener_once_and_only_when_asked():
+    controller = GhostController()
+    for team in (0, 1):
+        controller.subscribe_team(team, owner_stub())
+    heard: list[tuple[str, TeamChange]] = []
+
+    class Listener:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def on_team_change(self, change: TeamChange) -> None:
+            heard.append((self.name, change))
+
+    listeners = [Listener("cycle"), Listener("ghost trainer")]
+    assert controller.hand_over(listeners) is None and not heard
+    controller.request_team_change()
+    change = controller.hand_over(listeners)
+    assert change == TeamChange(previous_team=0, learning_team=1, count=1)
+    assert heard == [("cycle", change), ("ghost trainer", change)]
+    assert controller.hand_over(listeners) is None and len(heard) == 2
+
+
 def test_a_lone_team_has_nobody_to_hand_over_to():
     # one behavior under the ghost, the other team trained by a plain trainer: a turn ending
     # must not reset the environments on every update

@@ -14,7 +14,8 @@ session applies.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 import attrs
 
@@ -33,6 +34,12 @@ class TeamChange:
     previous_team: int | None
     learning_team: int
     count: int
+
+
+class TeamChangeListener(Protocol):
+    """What hears a team change: a behavior's cycle, or a host's ghost trainer."""
+
+    def on_team_change(self, change: TeamChange) -> None: ...
 
 
 class GhostController:
@@ -84,6 +91,16 @@ class GhostController:
         return TeamChange(
             previous_team=previous, learning_team=self.learning_team, count=self.team_changes
         )
+
+    def hand_over(self, listeners: Iterable[TeamChangeListener]) -> TeamChange | None:
+        """Take a requested change and tell every listener (each cycle or ghost trainer of the
+        run); the host then says so on its own console and resets its environments (no
+        trajectory may straddle two learners). None when no change was requested."""
+        change = self.take_team_change()
+        if change is not None:
+            for listener in listeners:
+                listener.on_team_change(change)
+        return change
 
     def rate_match(self, *, learner: SelfPlayState, arena: int, score: float) -> MatchRating | None:
         """How ratings move after a match the learning team finished in ``arena`` with ``score``

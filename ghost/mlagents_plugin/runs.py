@@ -15,18 +15,14 @@ team changes, which it does every step.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from mlagents_envs.logging_util import get_logger
 
-from ghost.core.controller import GhostController, TeamChange
+from ghost.core.controller import GhostController, TeamChangeListener
 from trainers.run_lock import RunLock
 
 logger = get_logger(__name__)
-
-
-class TeamChangeListener(Protocol):
-    def on_team_change(self, change: TeamChange) -> None: ...
 
 
 class GhostRun:
@@ -53,14 +49,12 @@ class GhostRun:
         be reset (no trajectory may straddle two learners)."""
         if self.lock is not None:
             self.lock.heartbeat()
-        change = self.controller.take_team_change()
+        change = self.controller.hand_over(self.trainers)
         if change is None:
             return False
         logger.info(
             "Self-play: team %s learns now (team change %d)", change.learning_team, change.count
         )
-        for trainer in self.trainers:
-            trainer.on_team_change(change)
         return True
 
 

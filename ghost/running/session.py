@@ -190,10 +190,8 @@ class SelfPlaySession(TrainingLoop):
         return RayGames(env_settings.ray_address) if env_settings.uses_ray else None
 
     def between_steps(self, steps: StepResult) -> StepResult:
-        change = self.controller.take_team_change()
+        change = self.controller.hand_over(self.ghosts.values())
         if change is not None:
-            for ghost in self.ghosts.values():
-                ghost.on_team_change(change)
             steps = self.reset_environments()
             self.callbacks.emit(
                 "on_team_change",

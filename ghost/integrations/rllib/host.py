@@ -193,10 +193,9 @@ class RLlibSelfPlay:
         ]
         self.cycle.book(current)
         self.cycle.after_update()
-        change = self.controller.take_team_change()
+        change = self.controller.hand_over([self.cycle])
         if change is not None:
             logger.info("Self-play: team %d learns now", change.learning_team)
-            self.cycle.on_team_change(change)
         result[RESULT_KEY] = self._report(matches=len(current))
 
     def _take_tallies(self) -> Tally:

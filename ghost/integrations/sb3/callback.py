@@ -122,11 +122,9 @@ class GhostCallback(BaseCallback):
     def _after_update(self) -> None:
         cycle = self._cycle
         cycle.after_update()
-        change = cycle.controller.take_team_change()
-        if change is not None:
-            if self.verbose:
-                print(f"Self-play: team {change.learning_team} learns now (change {change.count})")
-            cycle.on_team_change(change)
+        change = cycle.controller.hand_over([cycle])
+        if change is not None and self.verbose:  # SB3's own console, as its callbacks print
+            print(f"Self-play: team {change.learning_team} learns now (change {change.count})")
 
     def _report(self, key: str, score: float) -> None:
         self.logger.record_mean(key, score)
