@@ -17,10 +17,7 @@ from envs.environment_parameters import (
     UniformSampler,
 )
 from envs.stepping import InProcessStepper
-from ghost.config.loader import options_from_dict
-from ghost.config.settings import RunOptions
-from ghost.config.structuring import converter
-from ghost.core.curriculum import (
+from ghost.config.curriculum import (
     BehaviorMeasures,
     CompletionCriteria,
     Curriculum,
@@ -29,6 +26,9 @@ from ghost.core.curriculum import (
     Measure,
     with_seeds,
 )
+from ghost.config.loader import options_from_dict
+from ghost.config.settings import RunOptions
+from ghost.config.structuring import converter
 from ghost.core.settings import SelfPlaySettings
 from ghost.exceptions import ConfigError
 from ghost.running.session import SelfPlaySession

@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from envs.settings import EngineSettings, EnvironmentSettings
-from ghost.core.curriculum import EnvironmentParameterSettings
+from ghost.config.curriculum import EnvironmentParameterSettings
 from ghost.core.settings import SelfPlaySettings
 from trainers.registry import hyperparameter_class
 from trainers.settings import TrainerSettings

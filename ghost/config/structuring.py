@@ -44,10 +44,10 @@ from envs.environment_parameters import (
     UniformSampler,
 )
 from envs.exceptions import did_you_mean
+from ghost.config.curriculum import EnvironmentParameterSettings, Lesson
 from ghost.config.memory_support import memory_conflict, memory_refusal
 from ghost.config.presets import UnknownPresetError, expand_preset
 from ghost.config.settings import NOT_A_KEY, BehaviorSettings, CheckpointSettings, RunOptions
-from ghost.core.curriculum import EnvironmentParameterSettings, Lesson
 from ghost.core.sampling import (
     COMMON_KEYS,
     DEFAULT_STRATEGY,

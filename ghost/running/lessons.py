@@ -1,5 +1,5 @@
 """``LessonSchedule``: a run's environment parameters, sent to the environments and advanced as
-the curriculum's lessons complete (``ghost.core.curriculum`` holds the rules).
+the curriculum's lessons complete (``ghost.config.curriculum`` holds the rules).
 
 It listens to each behavior's statistics (episode returns, results against fixed opponents),
 reads ratings from the ghosts, and after every environment step tells the session which lessons
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from envs.environment_parameters import ParameterValue
-from ghost.core.curriculum import (
+from ghost.config.curriculum import (
     BehaviorMeasures,
     Curriculum,
     LessonChange,

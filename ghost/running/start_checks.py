@@ -28,10 +28,10 @@ from typing import Any
 from envs.behavior_id import BehaviorId
 from envs.games import BUILTIN_GAMES
 from ghost.config.behavior_matching import match_behaviors
+from ghost.config.curriculum import Curriculum
 from ghost.config.memory_support import memory_conflict, memory_refusal
 from ghost.config.origins import value_origin
 from ghost.config.settings import BehaviorSettings, RunOptions
-from ghost.core.curriculum import Curriculum
 from ghost.core.settings import SelfPlaySettings
 from ghost.exceptions import ConfigError, UnsupportedFeatureError
 from ghost.running.fixed_opponents import build_fixed_opponents
