@@ -102,15 +102,23 @@ class GhostController:
                 listener.on_team_change(change)
         return change
 
+    def fielded_opponents(self, arena: int) -> list[tuple[str, Opponent]]:
+        """``(owning behavior, opponent)`` of every ghosted team in arena key ``arena`` (teams
+        that fielded nobody there yet left out)."""
+        fielded = []
+        for team in self._teams:
+            if team == self.learning_team:
+                continue
+            owner = self._owners[team]
+            opponent = owner.opponent_in(team, arena)
+            if opponent is not None:
+                fielded.append((owner.behavior_name, opponent))
+        return fielded
+
     def rate_match(self, *, learner: SelfPlayState, arena: int, score: float) -> MatchRating | None:
         """How ratings move after a match the learning team finished in ``arena`` with ``score``
         (None when no ghosted team fielded an opponent there yet)."""
-        fielded = [
-            (self._owners[team].behavior_name, self._owners[team].opponent_in(team, arena))
-            for team in self._teams
-            if team != self.learning_team
-        ]
-        opponents = [(name, o) for name, o in fielded if o is not None]
+        opponents = self.fielded_opponents(arena)
         if not opponents:
             return None
         if len(opponents) == 1:

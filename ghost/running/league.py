@@ -32,7 +32,6 @@ from envs.behavior_id import BehaviorId
 from ghost.core.controller import GhostController
 from ghost.core.ghost_cycle import MatchResult
 from ghost.core.league import Exploiter, LeagueState, TurnOutcome, exploiter_seed
-from ghost.core.opponents import Opponent
 from ghost.core.self_play import SelfPlayState
 from trainers.base import ExperienceQueue, Policy, StepBatch, Trainer
 from trainers.devices import acting_device_argument
@@ -59,19 +58,6 @@ def exploiter_factory(trainer: Trainer, folder: Path) -> ExploiterFactory:
         return exploiter
 
     return make
-
-
-def fielded_opponents(controller: GhostController, arena: int) -> list[tuple[str, Opponent]]:
-    """``(owning behavior, opponent)`` of every ghosted team in arena key ``arena``."""
-    fielded = []
-    for team in controller.teams:
-        if team == controller.learning_team:
-            continue
-        owner = controller.owner_of(team)
-        opponent = owner.opponent_in(team, arena)
-        if opponent is not None:
-            fielded.append((owner.behavior_name, opponent))
-    return fielded
 
 
 @contextlib.contextmanager
@@ -179,7 +165,7 @@ class ExploiterTurns:
         """The learning team's finished matches ``(arena, score)``: the active exploiter's."""
         assert self.active is not None
         for arena, score in results:
-            self.active.record(score, fielded_opponents(controller, arena))
+            self.active.record(score, controller.fielded_opponents(arena))
 
     def advance(self) -> None:
         assert self.active is not None

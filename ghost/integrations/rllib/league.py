@@ -28,7 +28,6 @@ from ghost.core.controller import GhostController
 from ghost.core.ghost_cycle import MatchResult
 from ghost.core.league import Exploiter, LeagueState, TurnOutcome, exploiter_seed
 from ghost.integrations.rllib.routing import LEARNER_MODULE, exploiter_module
-from ghost.running.league import fielded_opponents
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +80,7 @@ class RLlibLeagueTurns:
         """The learning turn's finished matches ``(slot, score)``: the active exploiter's."""
         assert self.active is not None
         for slot, score in results:
-            self.active.record(score, fielded_opponents(controller, slot))
+            self.active.record(score, controller.fielded_opponents(slot))
 
     def advance(self) -> None:
         """Nothing to advance: RLlib stepped the exploiter's optimizer in its update."""
