@@ -28,6 +28,10 @@ SCRIPTS: dict[str, tuple[str, tuple[str, ...]]] = {
         r"Elo \d+, swaps [1-9].*against weak: win rate [01]\.\d\d",
         ("stable_baselines3",),
     ),
+    "single_file_host.py": (
+        r"snapshot 1 .*team 1 learns now.*against medium: win rate [01]\.\d\d.*self-play Elo \d+",
+        (),
+    ),
     "rllib_self_play.py": (
         r"Elo \d+, team \d learns.*exploitability \d+\.\d+",
         ("ray.rllib", "pyspiel"),
@@ -54,7 +58,9 @@ def run_example(name: str, folder: Path) -> str:
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(name, marks=pytest.mark.slow) if name == "rllib_self_play.py" else name
+        pytest.param(name, marks=pytest.mark.slow)
+        if name in ("rllib_self_play.py", "single_file_host.py")  # minutes by default
+        else name
         for name in SCRIPTS
     ],
 )
