@@ -229,11 +229,15 @@ def add_snapshots(commands: Any) -> None:
         summary="each snapshot of a run against an opponent: the run's progress",
         description="Play every snapshot of RUN against OPPONENT (built-in games) and print one "
         "row per snapshot: its step and rating, W/D/L, win rate and score with 95% intervals, "
-        "from the snapshot's side.",
+        "from the snapshot's side. "
+        "RUN may also be a run of mlagents-learn with our plugin, of Stable-Baselines3 "
+        "(model.zip with model.self_play/) or an RLlib checkpoint; the last two record no "
+        "game: pass --game.",
         examples="""\
   ghost-eval snapshots results/tennis --against medium      the run's progress vs a level
   ghost-eval snapshots results/svg --side Goalie --against strong --json
-  ghost-eval snapshots results/tennis --against medium --ray-address auto   on a Ray cluster""",
+  ghost-eval snapshots results/tennis --against medium --ray-address auto   on a Ray cluster
+  ghost-eval snapshots sb3-run --game tennis --against medium   a Stable-Baselines3 run""",
     )
     parser.add_argument("policy", metavar="RUN", help="run folder")
     parser.add_argument(
@@ -296,13 +300,17 @@ def add_league(commands: Any) -> None:
         description="Play a round robin between RUN's snapshots, its final policy, the fixed "
         "opponents of its self_play section and any --include-levels; print Elo (a "
         "Bradley-Terry fit) and OpenSkill ratings and the pairwise score matrix. Progress on "
-        "stderr.",
+        "stderr. "
+        "RUN may also be a run of mlagents-learn with our plugin, of Stable-Baselines3 "
+        "(model.zip with model.self_play/) or an RLlib checkpoint; the last two record no "
+        "game: pass --game.",
         examples="""\
   ghost-eval league results/tennis --include-levels medium,strong   ratings table + matrix
   ghost-eval league results/tennis --games-per-pair 100 --json      more games, JSON
   ghost-eval league results/tennis --ray-address auto               the pairs on a Ray cluster
   ghost-eval league results/tennis --plots league/     payoff heatmap + ratings with intervals
-  ghost-eval league results/pong results/pong2    two runs on a Unity build or module:callable""",
+  ghost-eval league results/pong results/pong2    two runs on a Unity build or module:callable
+  ghost-eval league rllib-checkpoint --game tennis   an RLlib checkpoint's snapshots""",
     )
     parser.add_argument("policy", metavar="RUN", help="run folder")
     parser.add_argument(
@@ -416,7 +424,9 @@ def add_report(commands: Any) -> None:
         description="Draw RUN's Elo and cumulative reward curves, read from its TensorBoard "
         "logs, into OUT.png; when RUN has played a league (ghost-eval league RUN), also its "
         "payoff heatmap and ratings into OUT-league-payoffs.png and OUT-league-ratings.png. "
-        f"Needs matplotlib: {PLOTS_HINT}.",
+        "RUN may be a run of any host (mlagents-learn, Stable-Baselines3: its tensorboard_log, "
+        "RLlib: no logs in a checkpoint, so the snapshots' ratings); a line says what is not "
+        f"drawn. Needs matplotlib: {PLOTS_HINT}.",
         examples="""\
   ghost-eval report results/tennis tennis.png""",
     )

@@ -5,5 +5,7 @@ Below both ``ghost.running`` (scheduled evaluations during training) and ``ghost
 results of one policy against one opponent (``head_to_head``), where those games are played
 (``game_runner``: here or as Ray tasks), what the players of a run play at every information
 state of an OpenSpiel game (``exploitability``), and a results folder read back
-(``run_record.RunRecord``).
+(``run_record.RunRecord``), whichever host trained it (``run_layouts``: ghost-learn,
+mlagents-learn with our plugin, Stable-Baselines3, RLlib), with each host's policy files as
+players (``host_policies``).
 """

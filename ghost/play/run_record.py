@@ -54,7 +54,8 @@ logger = logging.getLogger(__name__)
 class RunRecord:
     """One run folder, read back (nothing is read until asked for).
 
-    :param root: the run folder, ``results/<run-id>``.
+    :param root: the run folder, ``results/<run-id>``; for other hosts, what
+        ``ghost.play.run_layouts.read_run`` takes (an SB3 model's folder, an RLlib checkpoint).
     """
 
     root: Path = attrs.field(converter=Path)

@@ -200,7 +200,7 @@ def build_sb3_policy(model: Path) -> Any:
     observation_space = _space(data.get("observation_space"), what=f"{model}'s observation_space")
     action_space = _space(data.get("action_space"), what=f"{model}'s action_space")
     kwargs = _policy_kwargs(data, model)
-    if "use_sde" in inspect.signature(policy_class.__init__).parameters:
+    if "use_sde" in inspect.signature(policy_class).parameters:
         kwargs.setdefault("use_sde", bool(data.get("use_sde", False)))
     try:
         policy = policy_class(observation_space, action_space, lambda _: 0.0, **kwargs)
