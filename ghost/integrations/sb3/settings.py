@@ -1,23 +1,30 @@
-"""The ``self_play=`` argument of ``GhostVecEnv``: a dict, a ``SelfPlaySettings`` or a trainer YAML.
+"""The ``self_play=`` argument of ``GhostVecEnv``: a dict, a ``SelfPlaySettings`` or a YAML file.
 
-Dicts and YAML files go through the same structuring as ``ghost-learn``'s configuration
-(``ghost.config``), so a misspelt key is a ``ConfigError`` naming its path and the valid keys.
-Keys that only our own trainer can act on (league exploiters, the average policy, scheduled
-evaluations, exploitability scores, presets) are refused rather than ignored.
+Read as every host's ``self_play=`` is (``ghost.config.host_self_play``): the same keys and strict
+errors as ``ghost-learn``. Keys that only ghost-learn's own trainer can act on (league exploiters,
+the average policy, scheduled evaluations, exploitability scores, presets, shuffled seats,
+``learn_from_latest``) are refused rather than ignored.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
-from typing import Any
-
-from ghost.config.loader import load_options
-from ghost.config.structuring import ConfigProblem, converter
+from ghost.config.host_self_play import GHOST_LEARN_ONLY, SelfPlayArgument, host_self_play_settings
 from ghost.core.settings import SelfPlaySettings
-from ghost.exceptions import ConfigError
 
-SelfPlayArgument = SelfPlaySettings | Mapping[str, Any] | str | os.PathLike[str] | None
+__all__ = ["SelfPlayArgument", "self_play_settings"]
+
+#: what the Stable-Baselines3 integration cannot run, beyond ghost-learn's own keys
+REFUSALS = {
+    **GHOST_LEARN_ONLY,
+    "self_play.league": (
+        lambda s: bool(s.league.exploiters),
+        "league exploiters need trainers of their own, which one SB3 model is not; remove them",
+    ),
+    "self_play.learn_from_latest": (
+        lambda s: s.learn_from_latest,
+        "the VecEnv shows SB3 the learning team only; remove the key",
+    ),
+}
 
 
 def self_play_settings(value: SelfPlayArgument, *, behavior: str) -> SelfPlaySettings:
@@ -25,68 +32,14 @@ def self_play_settings(value: SelfPlayArgument, *, behavior: str) -> SelfPlaySet
 
     Args:
         value: None (every default), a ``SelfPlaySettings``, a dict of ``self_play:`` keys, or
-            the path of a trainer YAML (its ``behaviors.<behavior>.self_play`` section, else
-            ``default_settings.self_play``).
+            the path of a YAML file (the section, or a trainer YAML: its
+            ``behaviors.<behavior>.self_play``, else ``default_settings.self_play``).
         behavior: the behavior name of the game (``tictactoe``), to find its YAML section.
 
     Raises:
-        ConfigError: an unknown key, a bad value, a YAML without that section, or a key the SB3
-            integration does not support (the message names the key and the fix).
+        ConfigError: an unknown key, a bad value, or a key the SB3 integration does not support
+            (the message names the key and the fix).
     """
-    if value is None:
-        settings = SelfPlaySettings()
-    elif isinstance(value, SelfPlaySettings):
-        settings = value
-    elif isinstance(value, Mapping):
-        settings = _from_mapping(value)
-    elif isinstance(value, str | os.PathLike):
-        settings = _from_yaml(value, behavior)
-    else:
-        raise ConfigError(
-            f"self_play= must be a dict of self_play keys, a SelfPlaySettings or the path of a "
-            f"trainer YAML (got a {type(value).__name__})"
-        )
-    _refuse_unsupported(settings)
-    return settings
-
-
-def _from_mapping(value: Mapping[str, Any]) -> SelfPlaySettings:
-    try:
-        return converter.structure(dict(value), SelfPlaySettings)
-    except ConfigProblem as problem:
-        raise problem.to_error(("self_play",)) from None
-
-
-def _from_yaml(path: str | os.PathLike[str], behavior: str) -> SelfPlaySettings:
-    options = load_options(path)
-    settings = options.settings_for(behavior).self_play
-    if settings is None:
-        sections = ", ".join(sorted(options.behaviors)) or "none"
-        raise ConfigError(
-            f"{path}: no self_play section for behavior {behavior!r} (behaviors in the file: "
-            f"{sections}); add `self_play: {{}}` under behaviors.{behavior} or default_settings"
-        )
-    return settings
-
-
-def _refuse_unsupported(settings: SelfPlaySettings) -> None:
-    unsupported = []
-    if settings.league.exploiters:
-        unsupported.append("league (exploiters need their own trainers)")
-    if settings.average_policy.enabled:
-        unsupported.append("average_policy")
-    if settings.evaluation is not None:
-        unsupported.append("evaluation (evaluate the saved model with ghost.evaluation instead)")
-    if settings.exploitability_every:
-        unsupported.append("exploitability_every")
-    if settings.preset not in (None, "auto", "none"):  # auto picks nothing a host PPO has
-        unsupported.append("preset (its keys are hyperparameters of ghost-learn's own PPO)")
-    if settings.seats != "fixed":
-        unsupported.append("seats (GhostVecEnv seats the learning team itself)")
-    if settings.learn_from_latest:
-        unsupported.append("learn_from_latest (the VecEnv shows SB3 the learning team only)")
-    if unsupported:
-        raise ConfigError(
-            "self_play keys the Stable-Baselines3 integration does not run: "
-            f"{'; '.join(unsupported)}; remove them (ghost-learn runs them)"
-        )
+    return host_self_play_settings(
+        value, host="Stable-Baselines3", refusals=REFUSALS, behavior=behavior
+    )
