@@ -7,7 +7,7 @@ ghosted team plays, when learning passes to the other team and how each match mo
 this loop acts on their answers. Each place where it does says ``contract N``: the item of
 docs/writing-a-host.md it fulfils. At the end the policy plays the scripted ``medium`` level.
 
-Run: ``python examples/single_file_host.py`` (600k steps, one to two minutes on 2 CPU cores);
+Run: ``python examples/single_file_host.py`` (600k steps: about a minute on 2 CPU cores);
 ``--steps 20000`` for a few seconds, ``--steps 2000000`` for a longer run; ``--save tennis.pt``,
 then ``--resume tennis.pt --steps 900000`` to go on (with the same ``--team-change``). Guide:
 docs/writing-a-host.md.
