@@ -28,7 +28,9 @@ from ghost.core.controller import GhostController
 from ghost.core.ghost_cycle import GhostCycle, finished_matches
 from ghost.core.self_play import SelfPlayState
 from ghost.core.settings import SelfPlaySettings
+from ghost.core.state_folder import SelfPlayFolder
 from ghost.evaluation import evaluate
+from trainers.atomic_files import atomic_save, atomic_write_text
 from trainers.safe_load import load_pt
 
 
@@ -104,6 +106,13 @@ class Host:
         """Nothing to hand over: the loop reads ``ghosts`` and ``learning_team`` as it acts."""
 
 
+def self_play_folder(model: Path) -> SelfPlayFolder:
+    """``tennis.self_play/`` beside ``tennis.pt``: snapshots, ``state.pt`` and ``payoff.csv``,
+    in the host's weight format (torch files, written atomically, read weights-only)."""
+    return SelfPlayFolder(model.with_suffix(".self_play"), save=atomic_save, load=load_pt,
+                          write_text=atomic_write_text)  # fmt: skip
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=600_000, help="learner steps in all")
@@ -136,12 +145,15 @@ if __name__ == "__main__":
     for team in names:  # contract 2: every team subscribed before any restore
         controller.subscribe_team(team, state)
     if args.resume:  # contract 12: model, controller, then self-play state (weights-only reads)
-        saved = load_pt(args.resume)
+        saved, folder = load_pt(args.resume), self_play_folder(args.resume)
+        record = folder.load()
+        if record is None:
+            raise SystemExit(f"{folder.state_path} is missing: resume from a --save file")
         agent.load_state_dict(saved["agent"])
         optimizer.load_state_dict(saved["optimizer"])
         host.step = saved["step"]
-        controller.load_state_dict(saved["controller"])
-        state.load_state_dict(saved["self_play"], read_weights=load_pt)
+        controller.load_state_dict(record["controller"])
+        folder.restore(record, state)
         window = [s.snapshot_id for s in state.window]
         print(f"resumed at step {host.step}: Elo {state.rating:.0f}, window {window}")
     for team in names:  # contract 3 (and 12): field the restored opponents, or draw fresh ones
@@ -213,10 +225,11 @@ if __name__ == "__main__":
         agent.update_norm(b_obs)  # after the update, whose ratios used the rollout's statistics
 
         cycle.after_update()  # contract 8: a snapshot if due, then a team change request or a swap
-        change = controller.take_team_change()  # contract 9: taken after an update, once
+        # contract 9: a requested team change is taken after an update and told to every
+        # behavior's cycle (one here); then the games restart: no episode straddles two learners
+        change = controller.hand_over([cycle])
         if change is not None:
-            cycle.on_team_change(change)  # contract 9: told to every behavior's cycle (one here)
-            env.reset()  # contract 9: no episode straddles two learners
+            env.reset()
             print(
                 f"step {host.step}: team {change.learning_team} learns now (change {change.count})"
             )
@@ -226,19 +239,11 @@ if __name__ == "__main__":
                   f"{pg_loss.item():+.3f}, v_loss {v_loss.item():.3f}, approx_kl "
                   f"{approx_kl.item():.4f}, {speed:.0f} steps/s")  # fmt: skip
 
-    if args.save:  # contract 11: snapshot files first, then the state that names them
-        folder = args.save.with_suffix(".snapshots")
-        folder.mkdir(parents=True, exist_ok=True)
-        for snapshot in state.window:
-            path = folder / f"snapshot-{snapshot.snapshot_id}.pt"
-            if snapshot.path != path:
-                torch.save(snapshot.weights, path)
-                snapshot.path = path
-        torch.save({"agent": agent.state_dict(), "optimizer": optimizer.state_dict(),
-                    "step": host.step, "self_play": state.state_dict(),
-                    "controller": controller.state_dict()}, args.save)  # fmt: skip
-        for stale in set(folder.glob("snapshot-*.pt")) - {s.path for s in state.window}:
-            stale.unlink()  # evicted from the window, and no longer named by the saved state
+    if args.save:  # contract 11: the model, then the self-play state of the same step
+        atomic_save({"agent": agent.state_dict(), "optimizer": optimizer.state_dict(),
+                     "step": host.step}, args.save)  # fmt: skip
+        record = {"step": host.step, "controller": controller.state_dict()}
+        self_play_folder(args.save).save(state, record)  # snapshots first: the state names them
     result = evaluate(game="tennis", policy=agent.eval(), opponent="medium", seed=args.seed,
                       deterministic=True)  # fmt: skip
     print(f"against medium: win rate {result.win_rate:.2f} ({result.wins} wins in "

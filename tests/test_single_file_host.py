@@ -83,8 +83,8 @@ def test_a_resumed_run_goes_on_with_the_window_and_the_rotation(tmp_path: Path) 
     assert snapshot_ids(second)[0] == 4  # the ids go on: no snapshot is taken twice
     next_team, next_count = team_changes(second)[0]
     assert (next_team, next_count) == (1 - last_change[0], last_change[1] + 1)
-    saved = sorted(path.name for path in (tmp_path / "tennis.snapshots").iterdir())
-    assert saved == [f"snapshot-{index}.pt" for index in range(4)]
+    saved = sorted(path.name for path in (tmp_path / "tennis.self_play").iterdir())
+    assert saved == ["payoff.csv", *(f"snapshot-{index}.pt" for index in range(4)), "state.pt"]
 
 
 @pytest.mark.slow
