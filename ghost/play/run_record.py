@@ -52,12 +52,10 @@ logger = logging.getLogger(__name__)
 # not slots: ``functools.cached_property`` keeps the parsed configuration in the instance dict
 @attrs.frozen(slots=False)
 class RunRecord:
-    """One run folder, read back (nothing is read until asked for).
+    """One run folder, read back (nothing is read until asked for)."""
 
-    :param root: the run folder, ``results/<run-id>``; for other hosts, what
-        ``ghost.play.run_layouts.read_run`` takes (an SB3 model's folder, an RLlib checkpoint).
-    """
-
+    #: the run folder, ``results/<run-id>``; for other hosts, what
+    #: ``ghost.play.run_layouts.read_run`` takes (an SB3 model's folder, an RLlib checkpoint)
     root: Path = attrs.field(converter=Path)
 
     @property
