@@ -118,10 +118,12 @@ def test_a_real_run_updates_more_often_in_the_same_trainer_steps(tmp_path, monke
 
 def test_hosts_with_their_own_trainers_refuse_it_with_the_reason():
     from ghost.core.settings import SelfPlaySettings
-    from ghost.integrations.sb3.settings import _refuse_unsupported
+    from ghost.integrations.sb3.settings import self_play_settings
 
-    with pytest.raises(ConfigError, match="learn_from_latest .the VecEnv shows SB3"):
-        _refuse_unsupported(SelfPlaySettings(learn_from_latest=True))
+    with pytest.raises(
+        ConfigError, match="learn_from_latest: not supported with Stable-Baselines3"
+    ):
+        self_play_settings(SelfPlaySettings(learn_from_latest=True), behavior="Tennis")
 
 
 def test_a_trainer_that_cannot_drop_partial_trajectories_is_refused(tmp_path):
