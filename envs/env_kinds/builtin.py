@@ -9,7 +9,13 @@ from typing import Any
 import attrs
 from mlagents_envs.base_env import BaseEnv
 
-from envs.env_kinds.registry import Capabilities, EnvironmentKind, EnvPath, GameKind
+from envs.env_kinds.registry import (
+    Capabilities,
+    EnvironmentKind,
+    EnvPath,
+    GameKind,
+    areas_asked,
+)
 from envs.game_kind import CONTROL, MATRIX, UNKNOWN
 from envs.settings import EngineSettings, EnvironmentSettings
 
@@ -78,8 +84,7 @@ class BuiltinGames(EnvironmentKind):
         env_settings: EnvironmentSettings | None,
         engine_settings: EngineSettings | None,
     ) -> BuiltinGame:
-        areas = env_settings.num_areas if env_settings is not None else 1
-        return BuiltinGame(name=env.target, arenas=areas if areas > 1 else None)
+        return BuiltinGame(name=env.target, arenas=areas_asked(env_settings))
 
     def game_kind(self, env: EnvPath) -> GameKind:
         return GameKind(GAME_KINDS.get(env.target, UNKNOWN), f"built-in game {env.target!r}")

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from envs.env_kinds.registry import Capabilities, EnvironmentKind, EnvPath, GameKind
+from envs.env_kinds.registry import (
+    Capabilities,
+    EnvironmentKind,
+    EnvPath,
+    GameKind,
+    areas_asked,
+)
 from envs.game_kind import BOARD, IMPERFECT_INFORMATION, MATRIX, UNKNOWN
 from envs.settings import EngineSettings, EnvironmentSettings
 
@@ -36,8 +42,7 @@ class OpenSpielGames(EnvironmentKind):
     ) -> Any:
         from envs import openspiel
 
-        areas = env_settings.num_areas if env_settings is not None else 1
-        copies = areas if areas > 1 else openspiel.DEFAULT_COPIES
+        copies = areas_asked(env_settings) or openspiel.DEFAULT_COPIES
         source = openspiel.OpenSpielSource(game=env.target, copies=copies)
         source.load()
         return source

@@ -10,7 +10,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from envs.env_kinds.registry import Capabilities, EnvironmentKind, EnvPath, GameKind
+from envs.env_kinds.registry import (
+    Capabilities,
+    EnvironmentKind,
+    EnvPath,
+    GameKind,
+    areas_asked,
+)
 from envs.game_kind import BOARD, IMPERFECT_INFORMATION, MATRIX, UNKNOWN
 from envs.settings import EngineSettings, EnvironmentSettings
 
@@ -51,8 +57,7 @@ class PettingZooGames(EnvironmentKind):
     ) -> Any:
         from envs import pettingzoo
 
-        areas = env_settings.num_areas if env_settings is not None else 1
-        copies = areas if areas > 1 else pettingzoo.DEFAULT_COPIES
+        copies = areas_asked(env_settings) or pettingzoo.DEFAULT_COPIES
         return pettingzoo.from_module(env.target, copies=copies)
 
     def game_kind(self, env: EnvPath) -> GameKind:

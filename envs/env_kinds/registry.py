@@ -66,6 +66,13 @@ class GameKind:
     why: str
 
 
+def areas_asked(env_settings: EnvironmentSettings | None) -> int | None:
+    """``env_settings.num_areas`` when it asks for more than one copy of the game, else None
+    (the kind's own default)."""
+    areas = env_settings.num_areas if env_settings is not None else 1
+    return areas if areas > 1 else None
+
+
 class EnvironmentKind(abc.ABC):
     """One form of ``env_path`` text; subclass it and ``register_kind`` an instance.
 
