@@ -13,7 +13,6 @@ import logging
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from mlagents_envs.base_env import ActionTuple, DecisionSteps, TerminalSteps
 from mlagents_envs.communicator_objects.command_pb2 import STEP
 from mlagents_envs.communicator_objects.unity_rl_input_pb2 import UnityRLInputProto
@@ -161,15 +160,12 @@ class UnityBuildEnvironment(UnityEnvironment):
         return self._wrap_unity_input(rl_in)
 
     def _update_state(self, output: UnityRLOutputProto) -> None:
-        """``UnityEnvironment``'s, with ``steps_from_output`` for each behavior's agent infos and
-        group ids as arrays (``mlagents_envs`` gives lists, which the trainers' row selections
-        cannot index; a worker process converts them on its way out, the Editor runs in none)."""
+        """``UnityEnvironment``'s, with ``steps_from_output`` for each behavior's agent infos
+        (group ids stay lists, as ``mlagents_envs`` gives them: ``envs.stepping.collect_steps``
+        turns them into arrays for every environment)."""
         for name, spec in self._env_specs.items():
             if name in output.agentInfos:
-                decision, terminal = steps_from_output(output.agentInfos[name].value, spec)
-                decision.group_id = np.asarray(decision.group_id, dtype=np.int64)
-                terminal.group_id = np.asarray(terminal.group_id, dtype=np.int64)
-                self._env_state[name] = (decision, terminal)
+                self._env_state[name] = steps_from_output(output.agentInfos[name].value, spec)
             else:
                 self._env_state[name] = (DecisionSteps.empty(spec), TerminalSteps.empty(spec))
         self._side_channel_manager.process_side_channel_message(output.side_channel)
