@@ -5,7 +5,7 @@
 - ``timers.json``: seconds and calls of each phase of the training loop (acting, stepping the
   environments, trainer updates, checkpoints), to see where a run spends its time.
 - ``console.log``: what the run printed on the console, each session appended after a line of
-  its own (``trainers.console_log``).
+  its own (``trainers.run_files.console_log``).
 """
 
 from __future__ import annotations
@@ -15,14 +15,24 @@ import time
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from trainers.atomic_files import atomic_write_text
-from trainers.base import Trainer
-from trainers.run_layout import RunLayout
+from trainers.run_files.atomic import atomic_write_text
+from trainers.run_files.layout import RunLayout
 from trainers.stats import CUMULATIVE_REWARD, ELO
 
 STATUS_FORMAT_VERSION = 1
+
+
+class CheckpointedTrainer(Protocol):
+    """What the status file reads of a trainer (``trainers.base.Trainer`` has it)."""
+
+    @property
+    def step(self) -> int: ...
+    @property
+    def stats(self) -> Any: ...
+    @property
+    def settings(self) -> Any: ...
 
 
 class PhaseTimers:
@@ -73,7 +83,9 @@ class TrainingStatus:
             return
         self.behaviors = {k: v for k, v in earlier.items() if k != "metadata"}
 
-    def record_checkpoint(self, trainers: Mapping[str, Trainer], *, final: bool = False) -> None:
+    def record_checkpoint(
+        self, trainers: Mapping[str, CheckpointedTrainer], *, final: bool = False
+    ) -> None:
         """Add the checkpoint just written for ``trainers`` and write the file."""
         now = time.time()
         for name, trainer in trainers.items():
