@@ -30,8 +30,8 @@ from ghost.core.self_play import SelfPlayState
 from ghost.core.settings import SelfPlaySettings
 from ghost.core.state_folder import SelfPlayFolder
 from ghost.evaluation import evaluate
-from trainers.atomic_files import atomic_save, atomic_write_text
-from trainers.safe_load import load_pt
+from trainers.run_files.atomic import atomic_save, atomic_write_text
+from trainers.run_files.safe_load import load_pt
 
 
 class Agent(nn.Module):

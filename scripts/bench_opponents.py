@@ -31,7 +31,7 @@ from envs.games import make_game  # noqa: E402
 from envs.stepping import InProcessStepper  # noqa: E402
 from ghost.config.loader import load_options  # noqa: E402
 from ghost.running.session import SelfPlaySession  # noqa: E402
-from trainers.run_layout import RunLayout
+from trainers.run_files.layout import RunLayout
 
 BATCHED_STACKABLE = ghost.opponents.stackable
 

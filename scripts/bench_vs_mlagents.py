@@ -39,7 +39,7 @@ from envs.sources import resolve_env
 from ghost.config.loader import load_options
 from ghost.running.api import make_stepper
 from ghost.running.session import SelfPlaySession
-from trainers.run_layout import RunLayout
+from trainers.run_files.layout import RunLayout
 torch.set_num_threads(1)
 config, env, steps, out, self_play = sys.argv[1:6]
 options = load_options(config)

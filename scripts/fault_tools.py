@@ -167,8 +167,8 @@ def verify_checkpoint(run_root: Path) -> list[str]:
     from ghost.config.environment import env_factory_for
     from ghost.config.loader import load_options
     from ghost.running.session import SelfPlaySession
-    from trainers.run_layout import RunLayout
-    from trainers.safe_load import load_pt
+    from trainers.run_files.layout import RunLayout
+    from trainers.run_files.safe_load import load_pt
 
     layout = RunLayout(run_root)
     if not layout.checkpoint_index_path.exists():

@@ -25,7 +25,7 @@ from envs.sources import resolve_env
 from ghost.config.loader import load_options
 from ghost.running.api import make_stepper
 from ghost.running.session import SelfPlaySession
-from trainers.run_layout import RunLayout
+from trainers.run_files.layout import RunLayout
 
 #: a function in pstats: (file, line, name)
 Function = tuple[str, int, str]

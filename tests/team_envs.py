@@ -29,7 +29,7 @@ from ghost.core.settings import SelfPlaySettings
 from ghost.running.ghost_trainer import GhostTrainer
 from trainers.base import ActionOutput, ExperienceQueue, PolicyQueue, StepBatch, Trainer
 from trainers.policy import TorchPolicy
-from trainers.run_layout import RunLayout
+from trainers.run_files.layout import RunLayout
 from trainers.settings import NetworkSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))

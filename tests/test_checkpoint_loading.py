@@ -21,8 +21,8 @@ from ghost.evaluation.cli import main as ghost_eval
 from ghost.running.cli import main as learn
 from trainers.exceptions import CheckpointError, NetworkMismatchError, UnreadableFileError
 from trainers.policy import load_policy
-from trainers.run_layout import RunLayout
-from trainers.safe_load import load_pt
+from trainers.run_files.layout import RunLayout
+from trainers.run_files.safe_load import load_pt
 from trainers.state_mismatch import describe_mismatch
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

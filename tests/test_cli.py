@@ -17,7 +17,7 @@ from ghost.exceptions import RunDirectoryError
 from ghost.running import api, cli
 from ghost.running.run_dir import RunDirectory
 from tests.conftest import REFERENCE_CONFIGS, needs_reference_configs
-from trainers.run_layout import safe_name
+from trainers.run_files.layout import safe_name
 
 pytestmark = pytest.mark.usefixtures("fake_registry")
 
@@ -104,8 +104,10 @@ def test_two_teams_without_self_play_self_play_with_the_defaults(capsys, write_y
         code, out, err = run_cli(capsys, config, "--env", "tests.fake_envs:make_duel", "--check")
     assert code == 0, err
     assert "self_play:    on (save_steps 20000, team_change 100000" in out
-    assert "behaviors.Duel has no self_play section but the environment has opposing teams " \
+    assert (
+        "behaviors.Duel has no self_play section but the environment has opposing teams "
         "(teams 0, 1): self-play is on with ML-Agents' default settings" in caplog.text
+    )
 
 
 def test_no_config_trains_a_game_with_its_shipped_config(capsys, caplog, tmp_path):

@@ -34,7 +34,7 @@ from ghost.exceptions import ConfigError
 from ghost.running.session import SelfPlaySession
 from tests.team_envs import TeamArenaEnv
 from tests.test_ghost_session import TWO_TEAMS, trainer_settings
-from trainers.run_layout import RunLayout
+from trainers.run_files.layout import RunLayout
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -40,10 +40,10 @@ from ghost.running import cli
 from ghost.running.start_checks import check_start
 from tests.conftest import FakeEntryPoint
 from tests.fake_envs import FakeEnv, make_asymmetric
-from trainers.atomic_files import atomic_write_text
-from trainers.console_log import ConsoleLog
 from trainers.hyperparameters import POCASettings, PPOSettings, SACSettings
-from trainers.run_lock import RunLock
+from trainers.run_files.atomic import atomic_write_text
+from trainers.run_files.console_log import ConsoleLog
+from trainers.run_files.lock import RunLock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 

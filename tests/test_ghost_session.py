@@ -30,7 +30,7 @@ from ghost.running.session import SelfPlaySession
 from tests.team_envs import TeamArenaEnv
 from trainers.hyperparameters import PPOSettings
 from trainers.policy import load_policy
-from trainers.run_layout import RunLayout
+from trainers.run_files.layout import RunLayout
 from trainers.settings import NetworkSettings
 from trainers.stats import CUMULATIVE_REWARD, ELO, EPISODE_LENGTH
 

@@ -22,7 +22,7 @@ from trainers.hyperparameters import POCASettings, PPOSettings, SACSettings
 from trainers.intrinsic_rewards import Curiosity, RandomNetworkDistillation
 from trainers.poca import POCATrainer
 from trainers.rollout import Transitions
-from trainers.run_layout import RunLayout
+from trainers.run_files.layout import RunLayout
 from trainers.sac import SACTrainer
 from trainers.settings import (
     CuriositySettings,

@@ -7,6 +7,10 @@ and ``config`` only), ``integrations`` apart (on any of the ordered ones), and t
 
 Every import statement of every project module counts, top-level or inside a function.
 
+Imports into ``trainers`` and ``envs`` are fenced too (``LOWER_ALLOWED``): the self-play core and
+the ``mlagents-learn`` plugin reach only the modules named there, and the run files
+(``trainers.run_files``, below every host) stand on nothing but exceptions and data types.
+
 ``scripts/`` never imports ``tests/``: what the two share lives in ``scripts/`` (the tests import it
 from there) or in the package.
 """
@@ -38,6 +42,19 @@ GHOST_APART = {
     # other frameworks' hosts of the cycle: on top of everything ordered, beside the plugin
     "ghost.integrations": GHOST_ORDER,
 }
+#: what a unit may import from ``trainers`` and ``envs`` (module names or package prefixes); a unit
+#: not listed may import any of them
+LOWER_ALLOWED = {
+    # the cycle is host-neutral: validators and the arena key's stride, nothing that trains
+    "ghost.core": ("envs.validators", "envs.stepping"),
+    # beside ML-Agents' own trainers the plugin needs only the run files and the arena key
+    "ghost.mlagents_plugin": ("trainers.run_files", "envs.stepping"),
+    # below every host: exceptions, the statistics' names and the data types a checkpoint holds
+    "trainers.run_files": (
+        "trainers.run_files", "trainers.exceptions", "trainers.stats", "trainers.settings",
+        "trainers.rollout", "trainers.group_rollout", "envs.exceptions",
+    ),
+}  # fmt: skip
 #: modules of ``ghost`` itself, beneath every subpackage (they import none)
 GHOST_BASE = ("ghost", "ghost.exceptions", "ghost.command_line")
 
@@ -203,6 +220,49 @@ def order_violations(graph: dict[str, set[str]]) -> dict[str, list[str]]:
     return found
 
 
+def lower_unit(module: str) -> str | None:
+    """The ``LOWER_ALLOWED`` key ``module`` belongs to, or None."""
+    for unit in LOWER_ALLOWED:
+        if module == unit or module.startswith(unit + "."):
+            return unit
+    return None
+
+
+def fence_violations(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Module → the ``trainers``/``envs`` modules it imports outside its ``LOWER_ALLOWED``."""
+    found = {}
+    for module, targets in graph.items():
+        unit = lower_unit(module)
+        if unit is None:
+            continue
+        allowed = LOWER_ALLOWED[unit]
+        wrong = sorted(
+            t
+            for t in targets
+            if t.split(".")[0] in ("trainers", "envs")
+            and not any(t == a or t.startswith(a + ".") for a in allowed)
+        )
+        if wrong:
+            found[module] = wrong
+    return found
+
+
+def test_imports_into_trainers_and_envs_stay_inside_their_fences():
+    assert fence_violations(import_graph()) == {}
+
+
+def test_the_fence_checker_sees_a_plugin_reaching_into_a_trainer():
+    graph = {
+        "ghost.mlagents_plugin.runs": {"trainers.run_files.lock", "trainers.ppo"},
+        "trainers.run_files.logs": {"trainers.base", "trainers.stats"},
+        "ghost.running.session": {"trainers.ppo"},
+    }
+    assert fence_violations(graph) == {
+        "ghost.mlagents_plugin.runs": ["trainers.ppo"],
+        "trainers.run_files.logs": ["trainers.base"],
+    }
+
+
 def test_every_ghost_subpackage_has_a_place_in_the_order():
     placed = set(GHOST_ORDER) | set(GHOST_APART) | set(GHOST_BASE)
     units = {ghost_unit(m) for m in project_modules() if m.split(".")[0] == "ghost"}
@@ -281,7 +341,7 @@ def test_trainers_train_ppo_with_ghost_unimportable(tmp_path):
         from envs.stepping import InProcessStepper
         from tests.toy_envs import TargetEnv
         from trainers.hyperparameters import PPOSettings
-        from trainers.run_layout import RunLayout
+        from trainers.run_files.layout import RunLayout
         from trainers.settings import NetworkSettings, TrainerSettings
         from trainers.training_loop import TrainingLoop
 

@@ -42,7 +42,7 @@ from tests.team_envs import (
 )
 from trainers.base import ExperienceQueue, PolicyQueue
 from trainers.hyperparameters import PPOSettings
-from trainers.run_layout import RunLayout
+from trainers.run_files.layout import RunLayout
 from trainers.settings import NetworkSettings
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -24,7 +24,7 @@ from trainers.networks import ValueNetwork
 from trainers.policy import TorchPolicy, load_policy
 from trainers.ppo import PPOTrainer, _Rollout
 from trainers.ppo_sequences import CriticMemories, critic_pass
-from trainers.run_layout import RunLayout
+from trainers.run_files.layout import RunLayout
 from trainers.sequences import cut_sequences
 from trainers.settings import MemorySettings, NetworkSettings, RewardSignalSettings, TrainerSettings
 from trainers.training_loop import TrainingLoop

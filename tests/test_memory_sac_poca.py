@@ -27,9 +27,9 @@ from trainers.hyperparameters import POCASettings, SACSettings
 from trainers.memory import act_on_steps
 from trainers.policy import TorchPolicy, load_policy
 from trainers.rollout import Transitions
-from trainers.run_layout import RunLayout
+from trainers.run_files.layout import RunLayout
+from trainers.run_files.safe_load import SAFE_GLOBALS
 from trainers.sac import SACTrainer
-from trainers.safe_load import SAFE_GLOBALS
 from trainers.sequence_replay import SequenceReplayBuffer
 from trainers.settings import (
     MemorySettings,

@@ -25,7 +25,7 @@ from trainers.poca import GROUP_CUMULATIVE_REWARD, GroupedRows, POCATrainer, fla
 from trainers.policy import to_tensors
 from trainers.policy_file import read_policy_weights
 from trainers.rollout import group_keys
-from trainers.run_layout import RunLayout
+from trainers.run_files.layout import RunLayout
 from trainers.settings import NetworkSettings, RewardSignalSettings, ScheduleType, TrainerSettings
 from trainers.stats import CUMULATIVE_REWARD
 from trainers.training_loop import TrainingLoop

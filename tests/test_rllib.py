@@ -43,7 +43,7 @@ from ghost.integrations.rllib import (  # noqa: E402
 from ghost.integrations.rllib.host import FOLDER  # noqa: E402
 from ghost.integrations.rllib.routing import Routing, map_agent_to_module  # noqa: E402
 from trainers.exceptions import CheckpointError  # noqa: E402
-from trainers.safe_load import load_pt  # noqa: E402
+from trainers.run_files.safe_load import load_pt  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SELF_PLAY = {"save_steps": 100, "swap_steps": 100, "team_change": 300, "window": 3}

@@ -27,9 +27,9 @@ from ghost.config.settings import CheckpointSettings
 from ghost.exceptions import GhostError
 from ghost.running import cli
 from ghost.running.run_dir import RunDirectory
-from trainers import run_lock
 from trainers.exceptions import RunLockedError
-from trainers.run_lock import LOCK_FILE_NAME, RunLock
+from trainers.run_files import lock as run_lock
+from trainers.run_files.lock import LOCK_FILE_NAME, RunLock
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = socket.gethostname()
@@ -42,7 +42,7 @@ IN_USE = (
 
 HOLDER = """
 import sys
-from trainers.run_lock import RunLock
+from trainers.run_files.lock import RunLock
 lock = RunLock(sys.argv[1]).acquire()
 print("locked", flush=True)
 sys.stdin.read()
@@ -111,7 +111,7 @@ def test_a_killed_holder_is_taken_over_with_a_warning(tmp_path, caplog):
     with held_elsewhere(root) as holder:
         holder.kill()
         holder.wait()
-        with caplog.at_level(logging.WARNING, logger="trainers.run_lock"):
+        with caplog.at_level(logging.WARNING, logger="trainers.run_files.lock"):
             lock = RunLock(root).acquire()
     assert f"taking over the stale lock {root / LOCK_FILE_NAME} of pid {holder.pid}" in caplog.text
     assert lock_record(root)["pid"] == os.getpid()

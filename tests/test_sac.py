@@ -20,7 +20,7 @@ from trainers.base import ExperienceQueue
 from trainers.buffers import ReplayBuffer
 from trainers.hyperparameters import SACSettings
 from trainers.rollout import Transitions
-from trainers.run_layout import RunLayout
+from trainers.run_files.layout import RunLayout
 from trainers.sac import SACTrainer
 from trainers.settings import NetworkSettings, RewardSignalSettings, TrainerSettings
 from trainers.training_loop import TrainingLoop

@@ -10,7 +10,7 @@ import torch
 from ghost.evaluation import cli
 from trainers.exceptions import CheckpointError
 from trainers.policy import load_policy
-from trainers.safe_load import load_pt
+from trainers.run_files.safe_load import load_pt
 
 
 class RunsCommand:

@@ -23,7 +23,7 @@ from ghost.core.snapshots import Snapshot
 from ghost.core.win_rates import WinRates
 from ghost.exceptions import ConfigError
 from ghost.running.session import SelfPlaySession
-from trainers.run_layout import RunLayout
+from trainers.run_files.layout import RunLayout
 
 DRAWS = 20000
 

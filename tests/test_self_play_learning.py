@@ -10,7 +10,7 @@ from ghost.core.settings import SelfPlaySettings
 from ghost.running.session import SelfPlaySession
 from tests.toy_envs import TwoTeamTargetEnv
 from trainers.hyperparameters import PPOSettings
-from trainers.run_layout import RunLayout
+from trainers.run_files.layout import RunLayout
 from trainers.settings import NetworkSettings
 
 MAX_STEPS = 24000

@@ -15,7 +15,7 @@ import ghost
 from envs.stepping import InProcessStepper
 from tests.group_envs import SacrificeEnv
 from trainers.hyperparameters import POCASettings
-from trainers.run_layout import RunLayout
+from trainers.run_files.layout import RunLayout
 from trainers.settings import NetworkSettings, TrainerSettings
 from trainers.stats import (
     CUMULATIVE_REWARD,

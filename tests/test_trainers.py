@@ -19,7 +19,7 @@ from trainers.gae import compute_gae
 from trainers.hyperparameters import PPOSettings
 from trainers.policy import load_policy
 from trainers.rollout import TransitionAssembler
-from trainers.run_layout import RunLayout
+from trainers.run_files.layout import RunLayout
 from trainers.settings import NetworkSettings, TrainerSettings
 from trainers.training_loop import TrainingLoop
 

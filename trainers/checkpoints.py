@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from envs.exceptions import GhostError
-from trainers.atomic_files import atomic_save, atomic_write_text
 from trainers.base import Trainer
 from trainers.exceptions import CheckpointError, UnreadableFileError
 from trainers.policy_file import find_policy_record, network_settings_changes
-from trainers.run_layout import CHECKPOINT_INDEX_FILE, RunLayout, safe_name
-from trainers.safe_load import load_pt
+from trainers.run_files.atomic import atomic_save, atomic_write_text
+from trainers.run_files.layout import CHECKPOINT_INDEX_FILE, RunLayout, safe_name
+from trainers.run_files.safe_load import load_pt
 from trainers.state_mismatch import require_fit
 
 logger = logging.getLogger(__name__)

@@ -34,10 +34,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from trainers.atomic_files import atomic_write
 from trainers.exceptions import UnsupportedFeatureError
 from trainers.normalizer import RunningNormalizer
 from trainers.policy import TorchPolicy
+from trainers.run_files.atomic import atomic_write
 
 OPSET = 9
 MODEL_API_VERSION = 3  # ML-Agents' ModelApiVersion.MLAgents2_0

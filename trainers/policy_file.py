@@ -20,10 +20,10 @@ from mlagents_envs.base_env import (
     ObservationType,
 )
 
-from trainers.atomic_files import atomic_save
 from trainers.base import Policy
 from trainers.exceptions import CheckpointError
-from trainers.safe_load import load_pt
+from trainers.run_files.atomic import atomic_save
+from trainers.run_files.safe_load import load_pt
 from trainers.settings import NetworkSettings
 from trainers.state_mismatch import load_policy_weights
 

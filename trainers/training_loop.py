@@ -41,8 +41,8 @@ from trainers.checkpoints import RunCheckpointer
 from trainers.devices import acting_device_argument, behavior_devices
 from trainers.exceptions import ConfigError, results_write_errors
 from trainers.policy_file import initialize_policy
-from trainers.run_layout import RunLayout
-from trainers.run_logs import PhaseTimers, TrainingStatus
+from trainers.run_files.layout import RunLayout
+from trainers.run_files.logs import PhaseTimers, TrainingStatus
 from trainers.settings import TrainerSettings
 from trainers.stats import Aggregation, SummaryConsole
 

@@ -30,8 +30,8 @@ from ghost.config.shipped import shipped_config_for
 from ghost.config.structuring import ConfigProblem, converter, fields_of, structure_field
 from ghost.config.summary_freq import with_summary_freq_defaults
 from ghost.exceptions import ConfigError
-from trainers.atomic_files import atomic_write_text
-from trainers.run_layout import RunLayout
+from trainers.run_files.atomic import atomic_write_text
+from trainers.run_files.layout import RunLayout
 
 logger = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trainers.run_layout import CHECKPOINT_INDEX_FILE, CONFIGURATION_FILE
-from trainers.run_lock import LOCK_FILE_NAME
+from trainers.run_files.layout import CHECKPOINT_INDEX_FILE, CONFIGURATION_FILE
+from trainers.run_files.lock import LOCK_FILE_NAME
 
 #: run ids named in a message; the rest are counted
 SHOWN_RUN_IDS = 5

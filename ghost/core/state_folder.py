@@ -38,7 +38,7 @@ class SelfPlayFolder:
     """The self-play state folder at ``folder``.
 
     Args:
-        save: writes an object to a path atomically (``trainers.atomic_files.atomic_save``).
+        save: writes an object to a path atomically (``trainers.run_files.atomic.atomic_save``).
         load: reads an object from a path without running pickled code (``load_pt``).
         write_text: writes text to a path atomically.
     """

@@ -25,7 +25,7 @@ from ghost.exceptions import GhostError, RunDirectoryError
 from ghost.play import run_layouts
 from ghost.play.run_layouts import ELO_TAG, GHOST_LEARN, LEAGUE_FILE, MLAGENTS, REWARD_TAG
 from ghost.play.run_record import RunRecord, SnapshotInfo
-from trainers.atomic_files import atomic_write_text
+from trainers.run_files.atomic import atomic_write_text
 
 __all__ = [
     "ELO_TAG",

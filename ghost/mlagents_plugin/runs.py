@@ -6,7 +6,7 @@ folder). ML-Agents' trainer controller resets the environments when its own ghos
 so; ``registration`` makes that question also ask every ``GhostRun`` here (``take_team_change``).
 
 mlagents-learn does not lock its results folder, so the first ghost trainer of a run takes the run
-folder's lock (``trainers.run_lock``, as ghost-learn does) for every ghost trainer of the process:
+folder's lock (``trainers.run_files.lock``, as ghost-learn does) for every ghost trainer of the process:
 a second mlagents-learn on the same run id stops before it reads or writes any self-play state.
 The lock is released when the process exits; its heartbeat is refreshed as ML-Agents asks about
 team changes, which it does every step.
@@ -20,7 +20,7 @@ from typing import Any
 from mlagents_envs.logging_util import get_logger
 
 from ghost.core.controller import GhostController, TeamChangeListener
-from trainers.run_lock import RunLock
+from trainers.run_files.lock import RunLock
 
 logger = get_logger(__name__)
 

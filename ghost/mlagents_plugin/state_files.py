@@ -23,8 +23,8 @@ from mlagents_envs.logging_util import get_logger
 from ghost.core.self_play import SelfPlayState
 from ghost.core.state_folder import SelfPlayFolder
 from ghost.mlagents_plugin.runs import GhostRun
-from trainers.atomic_files import atomic_save, atomic_write_text
-from trainers.safe_load import load_pt
+from trainers.run_files.atomic import atomic_save, atomic_write_text
+from trainers.run_files.safe_load import load_pt
 
 logger = get_logger(__name__)
 

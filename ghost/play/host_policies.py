@@ -17,7 +17,7 @@ like any policy:
   behavior spec, which says what the actions are).
 
 Which one a file is follows from where it lies and, for a ``.pt`` file elsewhere, from what it
-holds. Every file is read with torch's weights-only loader (``trainers.safe_load``), SB3's JSON as
+holds. Every file is read with torch's weights-only loader (``trainers.run_files.safe_load``), SB3's JSON as
 text: no pickled code runs.
 """
 
@@ -44,7 +44,7 @@ from ghost.play.run_layouts import (
     find_run,
 )
 from trainers.policy import load_policy
-from trainers.safe_load import load_pt
+from trainers.run_files.safe_load import load_pt
 
 logger = logging.getLogger(__name__)
 

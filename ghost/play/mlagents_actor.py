@@ -19,7 +19,7 @@ pass in numpy, so either plays through ``ghost.play.head_to_head`` like any poli
 Recurrent actors (``memory``), visual encoders and a state-conditioned sigma are not
 reimplemented: loading them raises ``ValueError``. ``scripts/mlagents_actor_reference.py``,
 run in the ML-Agents venv, writes ML-Agents' own outputs for ``tests/test_learning_curves.py``
-to compare. Files are read with the weights-only loader (``trainers.safe_load``).
+to compare. Files are read with the weights-only loader (``trainers.run_files.safe_load``).
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ class MLAgentsActor:
 
         :raises ValueError: the file holds no ML-Agents actor.
         """
-        from trainers.safe_load import load_pt
+        from trainers.run_files.safe_load import load_pt
 
         data = load_pt(Path(path))
         state = data.get("Policy", data) if isinstance(data, dict) else None

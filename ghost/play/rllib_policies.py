@@ -33,7 +33,7 @@ import numpy as np
 from mlagents_envs.base_env import ActionTuple
 
 from ghost.exceptions import CheckpointError
-from trainers.safe_load import load_pt
+from trainers.run_files.safe_load import load_pt
 
 #: the logit an illegal action gets (``ghost.integrations.rllib.modules.ILLEGAL_LOGIT``)
 ILLEGAL_LOGIT = -1.0e9

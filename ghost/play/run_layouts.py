@@ -2,7 +2,7 @@
 
 Four hosts train with the ghost cycle, and each leaves its self-play state its own way:
 
-- **ghost-learn**: ``results/<run>/`` (``trainers.run_layout.RunLayout``): ``configuration.yaml``,
+- **ghost-learn**: ``results/<run>/`` (``trainers.run_files.layout.RunLayout``): ``configuration.yaml``,
   ``checkpoint.json``, the final ``<Behavior>.pt``, ``<Behavior>/snapshots/snapshot-<id>.pt``
   (policy files of ours), ``<Behavior>/payoff.csv``, TensorBoard events in ``<Behavior>/``.
 - **mlagents-learn** with our plugin: ``results/<run>/`` as ML-Agents writes it
@@ -23,7 +23,7 @@ TensorBoard logs, and ``notes``, one line for each thing the host's files cannot
 RLlib record none that can be read safely, so their ``game_note`` says to name it.
 
 Nothing here imports a framework or unpickles: ``state.pt`` files are read by
-``trainers.safe_load.load_pt``, SB3's ``data`` and ML-Agents' status as JSON. Which player acts
+``trainers.run_files.safe_load.load_pt``, SB3's ``data`` and ML-Agents' status as JSON. Which player acts
 with a snapshot's weights is ``ghost.play.host_policies``' business.
 """
 
@@ -42,7 +42,7 @@ import attrs
 import yaml
 
 from ghost.exceptions import CheckpointError, RunDirectoryError
-from trainers.run_layout import CONFIGURATION_FILE, RunLayout, snapshot_id_of
+from trainers.run_files.layout import CONFIGURATION_FILE, RunLayout, snapshot_id_of
 
 logger = logging.getLogger(__name__)
 
@@ -217,7 +217,9 @@ def _behavior_event_folders(root: Path) -> list[CurveSource]:
 
 def _read_state(path: Path, *, what: str) -> Mapping[str, Any] | None:
     """A host's ``state.pt`` (weights-only), or ``None`` (logged) when it cannot be read."""
-    from trainers.safe_load import load_pt  # torch loads here, not for recognising a folder
+    from trainers.run_files.safe_load import (
+        load_pt,  # torch loads here, not for recognising a folder
+    )
 
     try:
         record = load_pt(path)
@@ -229,7 +231,7 @@ def _read_state(path: Path, *, what: str) -> Mapping[str, Any] | None:
 
 @attrs.frozen(slots=False)
 class GhostLearnRun(HostRun):
-    """A run folder of ``ghost-learn`` (``trainers.run_layout.RunLayout``)."""
+    """A run folder of ``ghost-learn`` (``trainers.run_files.layout.RunLayout``)."""
 
     host: ClassVar[str] = GHOST_LEARN
 
@@ -248,7 +250,7 @@ class GhostLearnRun(HostRun):
 
     def self_play_state(self, behavior_name: str) -> Mapping[str, Any] | None:
         """The ghost's state in the run's latest checkpoint (``checkpoint.json`` names it)."""
-        from trainers.safe_load import load_pt
+        from trainers.run_files.safe_load import load_pt
 
         try:
             index = json.loads(self.layout.checkpoint_index_path.read_text(encoding="utf-8"))

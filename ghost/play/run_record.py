@@ -1,6 +1,6 @@
 """``RunRecord``: what a run left in its results folder, read back in one place.
 
-A run folder of ``ghost-learn`` (``results/<run-id>``, laid out as ``trainers.run_layout.RunLayout``
+A run folder of ``ghost-learn`` (``results/<run-id>``, laid out as ``trainers.run_files.layout.RunLayout``
 describes) holds the configuration the run trained with (``configuration.yaml``), its final
 policies (``<Behavior>.pt``), the snapshots of its self-play behaviors and its checkpoints. A
 snapshot's step and rating live in the run's latest checkpoint (``checkpoint.json`` names it), not
@@ -42,7 +42,7 @@ from ghost.play.run_layouts import (
     SnapshotInfo,
     read_run,
 )
-from trainers.run_layout import CONFIGURATION_FILE, RunLayout
+from trainers.run_files.layout import CONFIGURATION_FILE, RunLayout
 
 __all__ = ["RunRecord", "SnapshotInfo"]
 

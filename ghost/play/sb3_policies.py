@@ -38,7 +38,7 @@ from mlagents_envs.base_env import ActionTuple
 
 from ghost.exceptions import CheckpointError
 from ghost.play.run_layouts import SB3_SUFFIX, sb3_model_data
-from trainers.safe_load import load_pt
+from trainers.run_files.safe_load import load_pt
 
 #: packages whose classes a model's data may name (imported by name, never unpickled)
 _POLICY_PACKAGES = ("stable_baselines3.", "sb3_contrib.")

@@ -47,8 +47,8 @@ from ghost.running.session import SelfPlaySession
 from trainers.callbacks import TrainingCallback
 from trainers.devices import AUTO
 from trainers.exceptions import results_write_errors
-from trainers.run_layout import RunLayout
-from trainers.run_lock import RunLock
+from trainers.run_files.layout import RunLayout
+from trainers.run_files.lock import RunLock
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ghost.command_line import VersionAction, output_file, run_command, setup_logging
 from ghost.exceptions import RunDirectoryError
-from trainers.run_layout import RunLayout
+from trainers.run_files.layout import RunLayout
 
 PROG = "ghost-export"
 

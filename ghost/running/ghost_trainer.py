@@ -28,10 +28,10 @@ from ghost.exceptions import ConfigError
 from ghost.running.average_policy import AveragePolicy
 from ghost.running.league import ExploiterFactory, ExploiterTurns
 from ghost.running.opponent_policy import OpponentPolicy
-from trainers.atomic_files import atomic_write_text
 from trainers.base import ExperienceQueue, Policy, StepBatch, Trainer
 from trainers.policy_file import read_policy_weights
-from trainers.run_layout import RunLayout
+from trainers.run_files.atomic import atomic_write_text
+from trainers.run_files.layout import RunLayout
 from trainers.stats import ELO
 
 SnapshotListener = Callable[["GhostTrainer", Snapshot], None]

@@ -18,7 +18,7 @@ from ghost.config.diff import configuration_changes, describe_changes
 from ghost.config.loader import load_options, write_options
 from ghost.config.settings import RunOptions
 from ghost.exceptions import ConfigError
-from trainers.run_layout import RunLayout
+from trainers.run_files.layout import RunLayout
 
 logger = logging.getLogger(__name__)
 

@@ -1,9 +1,9 @@
 """Preparing a run's results folder: the ``--resume`` / ``--force`` / ``--initialize-from`` rules.
 
-A prepared folder stays locked (``trainers.run_lock``) until the run releases it, so that no second
+A prepared folder stays locked (``trainers.run_files.lock``) until the run releases it, so that no second
 process trains into it, or ``--force``s it away, while the first one runs; meanwhile what the run
-prints goes to ``run_logs/console.log`` too (``trainers.run_logs.ConsoleLog``). The layout of the
-folder itself is ``trainers.run_layout.RunLayout``'s to name.
+prints goes to ``run_logs/console.log`` too (``trainers.run_files.logs.ConsoleLog``). The layout of the
+folder itself is ``trainers.run_files.layout.RunLayout``'s to name.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from ghost.config.run_folders import has_results, missing_run_message
 from ghost.config.settings import CheckpointSettings, RunOptions
 from ghost.exceptions import RunDirectoryError
 from ghost.running.run_configuration import record_configuration
-from trainers.console_log import CONSOLE_LOG_NAME, ConsoleLog
-from trainers.run_layout import RunLayout, has_unsafe_characters
-from trainers.run_lock import LOCK_FILE_NAME, RunLock
+from trainers.run_files.console_log import CONSOLE_LOG_NAME, ConsoleLog
+from trainers.run_files.layout import RunLayout, has_unsafe_characters
+from trainers.run_files.lock import LOCK_FILE_NAME, RunLock
 
 logger = logging.getLogger(__name__)
 

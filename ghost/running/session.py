@@ -44,7 +44,7 @@ from ghost.running.scheduled_evaluation import ScheduledEvaluation
 from ghost.running.start_checks import builtin_game, check_start
 from trainers.base import Trainer
 from trainers.callbacks import TrainingCallback
-from trainers.run_layout import RunLayout
+from trainers.run_files.layout import RunLayout
 from trainers.training_loop import TrainingLoop
 
 logger = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ from optuna.trial import FrozenTrial, TrialState
 from ghost.config.loader import MAX_STEPS_KEY, options_from_dict
 from ghost.tuning.settings import TuneSettings
 from ghost.tuning.space import with_values
-from trainers.atomic_files import atomic_write_text
+from trainers.run_files.atomic import atomic_write_text
 
 logger = logging.getLogger(__name__)
 

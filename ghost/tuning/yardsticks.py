@@ -30,7 +30,7 @@ from envs.games import BUILTIN_GAMES, scripted_levels
 from ghost.exceptions import ConfigError
 from ghost.play.head_to_head import EvaluationResult, evaluate
 from trainers.callbacks import Checkpoint, Summary, TrainingCallback
-from trainers.run_layout import RunLayout
+from trainers.run_files.layout import RunLayout
 
 logger = logging.getLogger(__name__)
 

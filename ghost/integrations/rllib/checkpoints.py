@@ -7,7 +7,7 @@ Tune's checkpoints) writes RLlib's checkpoint, then the self-play state into its
 opponents in play, learning team, the learner's and exploiters' steps, the league) and
 ``payoff.csv``, each file written atomically. ``restore_from_path`` (behind ``Algorithm.restore``,
 ``Algorithm.from_checkpoint`` and Tune's restore) reads both back; our files are read by torch's
-weights-only unpickler (``trainers.safe_load``), so a checkpoint cannot run code as it loads.
+weights-only unpickler (``trainers.run_files.safe_load``), so a checkpoint cannot run code as it loads.
 
 ``save_checkpoint`` / ``restore_checkpoint`` do the same as functions.
 """

@@ -36,8 +36,8 @@ from ghost.core.state_folder import SelfPlayFolder
 from ghost.integrations.rllib import routing
 from ghost.integrations.rllib.league import RLlibLeagueTurns
 from ghost.integrations.rllib.routing import LEARNER_MODULE, Routing, Tally, ghost_module
-from trainers.atomic_files import atomic_save, atomic_write_text
-from trainers.safe_load import load_pt
+from trainers.run_files.atomic import atomic_save, atomic_write_text
+from trainers.run_files.safe_load import load_pt
 
 logger = logging.getLogger(__name__)
 

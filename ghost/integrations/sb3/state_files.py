@@ -16,8 +16,8 @@ from ghost.core.controller import GhostController
 from ghost.core.self_play import SelfPlayState
 from ghost.core.state_folder import SelfPlayFolder, StateFolderError
 from ghost.exceptions import CheckpointError
-from trainers.atomic_files import atomic_save, atomic_write_text
-from trainers.safe_load import load_pt
+from trainers.run_files.atomic import atomic_save, atomic_write_text
+from trainers.run_files.safe_load import load_pt
 
 logger = logging.getLogger(__name__)
 
