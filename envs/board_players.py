@@ -152,7 +152,8 @@ SCRIPTED_LEVELS: dict[str, dict[str, type[ScriptedPolicy]]] = {
 def scripted_levels(game_name: str) -> dict[str, type[ScriptedPolicy]]:
     """Level → policy class for ``game_name`` (``random`` only for games without their own).
 
-    :param game_name: the symmetric behavior name ``envs.pettingzoo`` gives the game, e.g.
-        ``connect_four``.
+    Args:
+        game_name: the symmetric behavior name ``envs.pettingzoo`` gives the game, e.g.
+            ``connect_four``.
     """
     return dict(SCRIPTED_LEVELS.get(game_name, {"random": RandomLegalPolicy}))

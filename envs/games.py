@@ -69,9 +69,12 @@ def _check_game(name: str) -> None:
 def make_game(name: str, *, worker_id: int = 0, seed: int = 0, **kwargs) -> VectorGame:
     """Create the built-in game ``name`` for worker ``worker_id``.
 
-    :param kwargs: forwarded to the game (``num_arenas``, ``max_episode_steps``, and game options
-        such as soccer's ``individual_reward``).
-    :raises ValueError: ``name`` is not a built-in game (the message lists the valid names).
+    Args:
+        **kwargs: forwarded to the game (``num_arenas``, ``max_episode_steps``, and game options
+            such as soccer's ``individual_reward``).
+
+    Raises:
+        ValueError: ``name`` is not a built-in game (the message lists the valid names).
     """
     _check_game(name)
     return BUILTIN_GAMES[name](worker_id=worker_id, seed=seed, **kwargs)
@@ -88,10 +91,13 @@ def scripted_policy(
 ) -> ScriptedPolicy:
     """A scripted policy of ``game`` at ``level``, for the agents of one behavior.
 
-    :param behavior: the behavior the policy plays, ``Name`` or ``Name?team=N``; needed only for
-        asymmetric games (``strikers_vs_goalie``: ``Striker`` or ``Goalie``).
-    :param seed: seeds the policy's random draws.
-    :raises ValueError: unknown game, level or behavior (the message lists the valid ones).
+    Args:
+        behavior: the behavior the policy plays, ``Name`` or ``Name?team=N``; needed only for
+            asymmetric games (``strikers_vs_goalie``: ``Striker`` or ``Goalie``).
+        seed: seeds the policy's random draws.
+
+    Raises:
+        ValueError: unknown game, level or behavior (the message lists the valid ones).
     """
     levels = scripted_levels(game)
     if level not in levels:

@@ -29,8 +29,9 @@ ACTIONS = ("rock", "paper", "scissors")
 def exploitability(payoff: np.ndarray, probs: np.ndarray) -> float:
     """Best-response value against the symmetric mixed strategy ``probs`` (0 at equilibrium).
 
-    :param payoff: ``(n, n)`` payoffs of a symmetric zero-sum game.
-    :param probs: a probability vector of length ``n`` (non-negative, summing to 1).
+    Args:
+        payoff: ``(n, n)`` payoffs of a symmetric zero-sum game.
+        probs: a probability vector of length ``n`` (non-negative, summing to 1).
     """
     p = np.asarray(probs, dtype=np.float64)
     if p.shape != (len(payoff),) or (p < -1e-12).any() or abs(p.sum() - 1.0) > 1e-6:

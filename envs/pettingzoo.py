@@ -141,16 +141,19 @@ def adapt(
 ) -> PettingZooSource:
     """A factory running ``env_fn()`` environments (PettingZoo AEC or Parallel) as one BaseEnv.
 
-    :param env_fn: zero-argument callable returning a PettingZoo environment, e.g.
-        ``connect_four_v3.env``; module-level, so the factory pickles to worker processes.
-    :param copies: tables (environments) per ``SeatedGame``.
-    :param seats: ``"auto"``, ``"teams"``, ``"separate"`` or agent name → ``"Name?team=N"``
-        (see the module docstring).
-    :param name: the behavior name of symmetric games (default: the environment's metadata name
-        without its version).
-    :param max_episode_steps: moves after which an episode is interrupted (None: the game's own).
-    :raises EnvironmentSourceError: the environment's agents or spaces cannot be adapted (checked
-        now, on one environment).
+    Args:
+        env_fn: zero-argument callable returning a PettingZoo environment, e.g.
+            ``connect_four_v3.env``; module-level, so the factory pickles to worker processes.
+        copies: tables (environments) per ``SeatedGame``.
+        seats: ``"auto"``, ``"teams"``, ``"separate"`` or agent name → ``"Name?team=N"``
+            (see the module docstring).
+        name: the behavior name of symmetric games (default: the environment's metadata name
+            without its version).
+        max_episode_steps: moves after which an episode is interrupted (None: the game's own).
+
+    Raises:
+        EnvironmentSourceError: the environment's agents or spaces cannot be adapted (checked
+            now, on one environment).
     """
     if not callable(env_fn):
         raise TypeError(f"env_fn must be a callable returning a PettingZoo env (got {env_fn!r})")
@@ -164,9 +167,12 @@ def adapt(
 def from_module(module_path: str, **options: Any) -> PettingZooSource:
     """``adapt`` the ``parallel_env`` (preferred) or ``env`` of a module, for ``--env pettingzoo:``.
 
-    :param module_path: e.g. ``pettingzoo.classic.connect_four_v3``.
-    :param options: ``adapt``'s keyword options.
-    :raises EnvironmentSourceError: the module is missing or has neither function.
+    Args:
+        module_path: e.g. ``pettingzoo.classic.connect_four_v3``.
+        **options: ``adapt``'s keyword options.
+
+    Raises:
+        EnvironmentSourceError: the module is missing or has neither function.
     """
     module = _import(module_path)
     for attribute in ("parallel_env", "env"):

@@ -203,13 +203,14 @@ class RayStepper(WorkerPoolStepper):
     """Runs ``num_envs`` environments in Ray actors and steps them in parallel.
 
     Takes ``WorkerPoolStepper``'s arguments (``factory``, ``num_envs``, ``seed`` and the restart
-    limits) and:
+    limits) and the ones below.
 
-    :param address: Ray cluster to join (``"auto"``, ``"ray://host:10001"``, ``"host:6379"``);
-        None starts a local Ray, or keeps the session this process already has.
-    :param wait_fraction: share of the environments a step waits for, in (0, 1]; 1 = lock-step.
-    :param cpus_per_env: CPUs each actor reserves; None uses Ray's default for actors (one to be
-        placed, none held while running), so more actors than CPUs fit.
+    Args:
+        address: Ray cluster to join (``"auto"``, ``"ray://host:10001"``, ``"host:6379"``);
+            None starts a local Ray, or keeps the session this process already has.
+        wait_fraction: share of the environments a step waits for, in (0, 1]; 1 = lock-step.
+        cpus_per_env: CPUs each actor reserves; None uses Ray's default for actors (one to be
+            placed, none held while running), so more actors than CPUs fit.
     """
 
     worker_kind = "actor"

@@ -24,8 +24,9 @@ from envs.vector_game import VectorGame
 class ScriptedPolicy(abc.ABC):
     """A fixed policy: observations of a batch of agents → one ``ActionTuple``.
 
-    :param action_spec: the behavior's action spec (continuous *or* discrete).
-    :param seed: seeds the policy's own random draws (noise, random moves).
+    Args:
+        action_spec: the behavior's action spec (continuous *or* discrete).
+        seed: seeds the policy's own random draws (noise, random moves).
     """
 
     def __init__(self, *, action_spec: ActionSpec, seed: int | None = 0) -> None:

@@ -128,13 +128,14 @@ class _Rows:
 class SeatedGame(BaseEnv):
     """``tables`` played together under Unity's step semantics (see the module docstring).
 
-    :param tables: the game copies; every table has ``len(seats)`` seats.
-    :param seats: how each seat plays (behavior, observation size, action spec).
-    :param seed: seeds every table's random draws; ``None`` draws fresh entropy.
-    :param max_episode_steps: moves after which an unfinished episode is interrupted (None: no
-        limit).
-    :param shuffle_seats: deal the seats to the teams at random every episode (symmetric games:
-        every seat on one behavior name).
+    Args:
+        tables: the game copies; every table has ``len(seats)`` seats.
+        seats: how each seat plays (behavior, observation size, action spec).
+        seed: seeds every table's random draws; ``None`` draws fresh entropy.
+        max_episode_steps: moves after which an unfinished episode is interrupted (None: no
+            limit).
+        shuffle_seats: deal the seats to the teams at random every episode (symmetric games:
+            every seat on one behavior name).
     """
 
     #: ML-Agents' env workers read this attribute of a UnityEnvironment

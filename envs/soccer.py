@@ -89,7 +89,8 @@ def kick_and_roll(
 ) -> np.ndarray:
     """Kick the ball away from every player touching it, then roll it one step (in place).
 
-    :returns: ``(arenas, players)`` bool array of the players that touched the ball.
+    Returns:
+        ``(arenas, players)`` bool array of the players that touched the ball.
     """
     offset = ball[:, None, :] - pos
     touching = np.sqrt((offset**2).sum(axis=-1)) < contact
@@ -115,9 +116,10 @@ def bounce(ball: np.ndarray, ball_v: np.ndarray, through_x: np.ndarray) -> None:
 class SoccerTwos(VectorGame):
     """2v2 soccer with group rewards; see the module docstring for the rules.
 
-    :param individual_reward: also give the goal's ±1 as individual reward.
-    :param approach_reward: scale of the approach-the-ball shaping (0 turns it off).
-    :param ball_progress_reward: scale of the ball-progress shaping (0 turns it off).
+    Args:
+        individual_reward: also give the goal's ±1 as individual reward.
+        approach_reward: scale of the approach-the-ball shaping (0 turns it off).
+        ball_progress_reward: scale of the ball-progress shaping (0 turns it off).
     """
 
     ROLES = (

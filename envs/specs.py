@@ -8,7 +8,8 @@ from mlagents_envs.base_env import DimensionProperty, ObservationSpec, Observati
 def vector_observation_spec(size: int) -> ObservationSpec:
     """A flat vector observation of ``size`` floats, named ``"vector"`` (no visual dimensions).
 
-    :param size: the number of floats an agent observes.
+    Args:
+        size: the number of floats an agent observes.
     """
     return ObservationSpec(
         shape=(size,),

@@ -67,8 +67,9 @@ STRIKERS_SCORE = np.array([1.0, 1.0, -1.0])
 class StrikersVsGoalie(VectorGame):
     """Two strikers try to score past one goalie before time runs out; see the module docstring.
 
-    :param approach_reward: scale of the approach-the-ball shaping (0 turns it off).
-    :param ball_progress_reward: scale of the ball-progress shaping (0 turns it off).
+    Args:
+        approach_reward: scale of the approach-the-ball shaping (0 turns it off).
+        ball_progress_reward: scale of the ball-progress shaping (0 turns it off).
     """
 
     ROLES = (

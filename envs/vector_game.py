@@ -122,11 +122,12 @@ class _Outcome:
 class VectorGame(BaseEnv, abc.ABC):
     """Base of the built-in games: many arenas stepped together, Unity step semantics.
 
-    :param num_arenas: independent matches run by this environment.
-    :param seed: seeds the game's ``np.random.Generator``; equal seeds give equal trajectories
-        for equal actions. ``None`` draws fresh entropy.
-    :param max_episode_steps: steps after which an episode ends (interrupted, unless the game
-        scores a timeout); ``None`` uses the game's ``DEFAULT_MAX_EPISODE_STEPS``.
+    Args:
+        num_arenas: independent matches run by this environment.
+        seed: seeds the game's ``np.random.Generator``; equal seeds give equal trajectories
+            for equal actions. ``None`` draws fresh entropy.
+        max_episode_steps: steps after which an episode ends (interrupted, unless the game
+            scores a timeout); ``None`` uses the game's ``DEFAULT_MAX_EPISODE_STEPS``.
     """
 
     ROLES: tuple[Role, ...] = ()
@@ -192,7 +193,8 @@ class VectorGame(BaseEnv, abc.ABC):
     def _advance(self, actions: list[RoleActions]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Advance every arena one step under ``actions`` (one entry per role, in ``ROLES`` order).
 
-        :returns: ``(reward, group_reward, done)``: per-slot ``(num_arenas, agents_per_arena)``
+        Returns:
+            ``(reward, group_reward, done)``: per-slot ``(num_arenas, agents_per_arena)``
             float arrays and a ``(num_arenas,)`` bool array of arenas whose episode ended.
         """
 

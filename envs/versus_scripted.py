@@ -31,14 +31,20 @@ _SEPARATOR = "_vs_"
 class VersusScripted(BaseEnv):
     """``game`` with every behavior off the learner's team played by the scripted ``level``.
 
-    :param game: a built-in game name.
-    :param level: one of ``envs.games.scripted_levels(game)``; it plays with its noise.
-    :param learner: the behavior the learner plays (``"Goalie"``, ``"Tennis?team=1"``); default
-        team 0's behaviors. The learner's whole team is exposed.
-    :param worker_id, seed: as every environment factory's; they seed the game and the level.
-    :param game_options: forwarded to the game (``num_arenas``, ``max_episode_steps``...).
-    :raises ValueError: an unknown game, level or learner behavior (the message lists the valid
-        ones).
+    Args:
+        game: a built-in game name.
+        level: one of ``envs.games.scripted_levels(game)``; it plays with its noise.
+        learner: the behavior the learner plays (``"Goalie"``, ``"Tennis?team=1"``); default
+            team 0's behaviors. The learner's whole team is exposed.
+        worker_id: as every environment factory's; with ``seed``, it seeds the game and the
+            level.
+        seed: as every environment factory's; with ``worker_id``, it seeds the game and the
+            level.
+        **game_options: forwarded to the game (``num_arenas``, ``max_episode_steps``...).
+
+    Raises:
+        ValueError: an unknown game, level or learner behavior (the message lists the valid
+            ones).
     """
 
     #: ML-Agents' env workers read this attribute of a UnityEnvironment

@@ -64,15 +64,16 @@ class WorkerLink(Protocol):
 class WorkerPoolStepper(EnvStepper):
     """Runs ``num_envs`` environments in workers and steps them in parallel.
 
-    :param factory: picklable callable called in worker ``i`` as ``factory(worker_id=i,
-        seed=seed + i)``; returns a ``BaseEnv``.
-    :param num_envs: number of workers (>= 1).
-    :param seed: base seed; worker ``i`` gets ``seed + i``, its ``k``-th replacement
-        ``seed + i + k * num_envs``.
-    :param max_lifetime_restarts: restarts allowed per worker over the run; ``-1`` = unlimited.
-    :param restarts_rate_limit_n: restarts allowed per worker within
-        ``restarts_rate_limit_period_s`` seconds; ``-1`` = unlimited.
-    :param restarts_rate_limit_period_s: the window of the rate limit, in seconds.
+    Args:
+        factory: picklable callable called in worker ``i`` as ``factory(worker_id=i,
+            seed=seed + i)``; returns a ``BaseEnv``.
+        num_envs: number of workers (>= 1).
+        seed: base seed; worker ``i`` gets ``seed + i``, its ``k``-th replacement
+            ``seed + i + k * num_envs``.
+        max_lifetime_restarts: restarts allowed per worker over the run; ``-1`` = unlimited.
+        restarts_rate_limit_n: restarts allowed per worker within
+            ``restarts_rate_limit_period_s`` seconds; ``-1`` = unlimited.
+        restarts_rate_limit_period_s: the window of the rate limit, in seconds.
     """
 
     #: what the workers are called in log lines and errors

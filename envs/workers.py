@@ -29,10 +29,11 @@ class SubprocessStepper(WorkerPoolStepper):
     """Runs ``num_envs`` environments in worker processes and steps them in parallel.
 
     Takes ``WorkerPoolStepper``'s arguments (``factory``, ``num_envs``, ``seed`` and the restart
-    limits) and:
+    limits) and the one below.
 
-    :param start_method: ``"forkserver"`` or ``"spawn"``; default ``default_start_method()``.
-        ``"fork"`` is refused: the parent has torch (and its threads) loaded.
+    Args:
+        start_method: ``"forkserver"`` or ``"spawn"``; default ``default_start_method()``.
+            ``"fork"`` is refused: the parent has torch (and its threads) loaded.
     """
 
     worker_kind = "worker"

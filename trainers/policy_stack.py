@@ -53,7 +53,8 @@ def stackable(policies: Sequence[object]) -> bool:
 class PolicyStack:
     """The current weights of ``policies`` (copied at construction) as one batched policy.
 
-    :param policies: at least two ``TorchPolicy`` of one architecture (see ``stackable``).
+    Args:
+        policies: at least two ``TorchPolicy`` of one architecture (see ``stackable``).
     """
 
     def __init__(self, policies: Sequence[TorchPolicy]) -> None:

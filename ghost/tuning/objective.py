@@ -101,8 +101,9 @@ class PruningReporter:
 class Objective:
     """What ``study.optimize`` calls: one trial, its value the mean over the seeds.
 
-    :param settings: the study's settings.
-    :param folder: the study's output folder (``results/<study>``).
+    Args:
+        settings: the study's settings.
+        folder: the study's output folder (``results/<study>``).
     """
 
     def __init__(self, *, settings: TuneSettings, folder: Path) -> None:

@@ -45,8 +45,9 @@ Scalar = bool | int | float | str | None
 class Range:
     """Numbers from ``low`` to ``high`` (both included); whole numbers when ``integer``.
 
-    :param log: draw uniformly on a log scale (``low`` must be > 0).
-    :param step: only ``low``, ``low + step``, ... (not with ``log``).
+    Args:
+        log: draw uniformly on a log scale (``low`` must be > 0).
+        step: only ``low``, ``low + step``, ... (not with ``log``).
     """
 
     low: float

@@ -224,9 +224,12 @@ def run_study(
     """Run the trials of an existing study until it holds ``total``, in this process
     (``jobs`` 1) or in ``jobs`` worker processes sharing its storage.
 
-    :param on_trial: told of each finished trial, in the process that ran it (a module-level
-        function with ``jobs`` > 1: it travels to the workers by name).
-    :raises TuningError: trials keep failing, or a worker died.
+    Args:
+        on_trial: told of each finished trial, in the process that ran it (a module-level
+            function with ``jobs`` > 1: it travels to the workers by name).
+
+    Raises:
+        TuningError: trials keep failing, or a worker died.
     """
     options = {"name": name, "url": url, "folder": folder, "total": total,
                "pruner": pruner, "on_trial": on_trial}  # fmt: skip
