@@ -70,8 +70,8 @@ def make_game(name: str, *, worker_id: int = 0, seed: int = 0, **kwargs) -> Vect
     """Create the built-in game ``name`` for worker ``worker_id``.
 
     Args:
-        **kwargs: forwarded to the game (``num_arenas``, ``max_episode_steps``, and game options
-            such as soccer's ``individual_reward``).
+        **kwargs (Any): forwarded to the game (``num_arenas``, ``max_episode_steps``, and game
+            options such as soccer's ``individual_reward``).
 
     Raises:
         ValueError: ``name`` is not a built-in game (the message lists the valid names).
