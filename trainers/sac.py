@@ -462,13 +462,37 @@ class SACTrainer(RLTrainer):
         """One step of each optimizer on the minibatch ``b`` (padding rows, with memory, count in
         no loss); returns (policy, Q1, Q2 loss, entropy, each stream's value estimate)."""
         assert self.policy is not None
-        length, valid = b.sequence_length, b.valid
+        q1, q1_loss, q2_loss = self._q_step(b, self._td_target(b))
+        policy_loss, soft = self._policy_step(b)
+        self._entropy_step(soft, b.valid)
         with torch.no_grad():
-            next_dist, next_states = self._next_step(b)
-            next_value = self._soft_value(
-                next_dist, next_states, self.q1_target, self.q2_target
-            ).value
-            target = b.rewards + self.gammas * (1.0 - b.dones).unsqueeze(1) * next_value
+            torch._foreach_lerp_(
+                self._target_parameters, self._q_parameters, self.hyperparameters.tau
+            )
+        estimates = [masked_mean(stream, b.valid) for stream in q1.detach().unbind(dim=1)]
+        return torch.stack(
+            [
+                policy_loss.detach(),
+                q1_loss.detach(),
+                q2_loss.detach(),
+                masked_mean(soft.entropy.detach(), b.valid),
+                *estimates,
+            ]
+        )
+
+    @torch.no_grad()
+    def _td_target(self, b: _TensorBatch) -> torch.Tensor:
+        """Each row's soft TD target per stream, ``r + gamma (1 - done) V_target(s')``."""
+        next_dist, next_states = self._next_step(b)
+        next_value = self._soft_value(next_dist, next_states, self.q1_target, self.q2_target).value
+        return b.rewards + self.gammas * (1.0 - b.dones).unsqueeze(1) * next_value
+
+    def _q_step(
+        self, b: _TensorBatch, target: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One step of the Q optimizer towards ``target``; returns Q1's values of the stored
+        actions ``[n, streams]`` and the two Q losses."""
+        length, valid = b.sequence_length, b.valid
         # the Q networks' memories start from zeros at each sequence's first step, as in ML-Agents
         q1 = self._taken_q(self.q1.values(self.q1.encode(b.obs, None, length), b.continuous),
                            b.discrete)  # fmt: skip
@@ -480,7 +504,12 @@ class SACTrainer(RLTrainer):
         self.q_optimizer.zero_grad(set_to_none=True)
         (q1_loss + q2_loss).backward()
         self.q_optimizer.step()
+        return q1, q1_loss, q2_loss
 
+    def _policy_step(self, b: _TensorBatch) -> tuple[torch.Tensor, _SoftValue]:
+        """One step of the policy optimizer up the soft value; returns the policy loss and the
+        soft value it was taken from (its log-probability terms drive the entropy step)."""
+        length = b.sequence_length
         # the policy loss differentiates through the Q networks without training them
         for parameter in self._q_parameters:
             parameter.requires_grad_(False)
@@ -488,13 +517,16 @@ class SACTrainer(RLTrainer):
             states = (self.q1.encode(b.obs, None, length), self.q2.encode(b.obs, None, length))
         dist = self._distribution(b.obs, b.mask, b.start_memories, length)
         soft = self._soft_value(dist, states, self.q1, self.q2)
-        policy_loss = -masked_mean(soft.value.sum(dim=1), valid)
+        policy_loss = -masked_mean(soft.value.sum(dim=1), b.valid)
         self.policy_optimizer.zero_grad(set_to_none=True)
         policy_loss.backward()
         self.policy_optimizer.step()
         for parameter in self._q_parameters:
             parameter.requires_grad_(True)
+        return policy_loss, soft
 
+    def _entropy_step(self, soft: _SoftValue, valid: torch.Tensor | None) -> None:
+        """One step of the entropy coefficients towards the target entropies."""
         entropy_loss = torch.zeros((), device=self.device)
         if soft.continuous_log_prob is not None:
             gap = soft.continuous_log_prob.detach() + self.target_entropy_continuous
@@ -507,21 +539,6 @@ class SACTrainer(RLTrainer):
         self.entropy_optimizer.zero_grad(set_to_none=True)
         entropy_loss.backward()
         self.entropy_optimizer.step()
-
-        with torch.no_grad():
-            torch._foreach_lerp_(
-                self._target_parameters, self._q_parameters, self.hyperparameters.tau
-            )
-        estimates = [masked_mean(stream, valid) for stream in q1.detach().unbind(dim=1)]
-        return torch.stack(
-            [
-                policy_loss.detach(),
-                q1_loss.detach(),
-                q2_loss.detach(),
-                masked_mean(soft.entropy.detach(), valid),
-                *estimates,
-            ]
-        )
 
     # -- persistence -----------------------------------------------------------------------
     def _learner_state(self) -> dict[str, Any]:
