@@ -66,7 +66,21 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="CONFIG",
         help="trainer YAML to start from (default: the shipped config of --env)",
     )
-    what = parser.add_argument_group("what to tune")
+    _add_what_to_tune(parser.add_argument_group("what to tune"))
+    _add_budget(parser.add_argument_group("budget"))
+    _add_where(parser.add_argument_group("where"))
+    parser.add_argument(
+        "--summary",
+        action="store_true",
+        help="print (and write) the report of an existing study; run nothing",
+    )
+    parser.add_argument("--debug", action="store_true", help="debug log lines and tracebacks")
+    parser.add_argument("--version", action=VersionAction)
+    return parser
+
+
+def _add_what_to_tune(what: argparse._ArgumentGroup) -> None:
+    """The game, the search space and the yardstick trials are judged by."""
     what.add_argument(
         "--env",
         metavar="GAME",
@@ -89,7 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="{auto,exploitability,scripted:LEVEL,exploiter}",
         help="what a trial is judged by (default: auto; see below)",
     )
-    budget = parser.add_argument_group("budget")
+
+
+def _add_budget(budget: argparse._ArgumentGroup) -> None:
+    """How many trials, how long each trains and how often it is judged (and maybe pruned)."""
     budget.add_argument(
         "--trials",
         type=int,
@@ -139,7 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="median: stop a trial worse than the median of earlier trials at "
         "the same evaluation (default); none: never",
     )
-    where = parser.add_argument_group("where")
+
+
+def _add_where(where: argparse._ArgumentGroup) -> None:
+    """The study's name, where its results and storage go, and how many workers run it."""
     where.add_argument(
         "--study-name", metavar="NAME", help="the study (default: the config's or the game's name)"
     )
@@ -163,14 +183,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="J",
         help="worker processes on this machine (default: 1)",
     )
-    parser.add_argument(
-        "--summary",
-        action="store_true",
-        help="print (and write) the report of an existing study; run nothing",
-    )
-    parser.add_argument("--debug", action="store_true", help="debug log lines and tracebacks")
-    parser.add_argument("--version", action=VersionAction)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
