@@ -241,6 +241,22 @@ def _recorded_env_path(env: Any) -> str | None:
     return None
 
 
+def _config_keys(
+    keywords: Mapping[str, Any], overrides: Mapping[str, Any] | None, env: Any
+) -> dict[str, Any]:
+    """The keys ``train`` lays over the config: its keyword arguments that were given, then
+    ``overrides``, then what the config records of ``env`` so that a resume finds it."""
+    keys = {key: value for key, value in keywords.items() if value is not None}
+    keys.update(overrides or {})
+    env_path = _recorded_env_path(env)
+    if env_path is not None:
+        keys["env_settings.env_path"] = env_path
+    kind = None if env is None or isinstance(env, str | os.PathLike) else declared_kind(env)
+    if kind is not None:  # an environment object that says what it is (envs.game_kind)
+        keys["env_settings.game_kind"] = kind
+    return keys
+
+
 def _env_factory(env: Any, options: RunOptions) -> EnvFactory:
     """The factory of ``env`` (name, callable or BaseEnv) under the final ``options``."""
     if env is None or isinstance(env, str | os.PathLike):
@@ -282,15 +298,14 @@ def train(
     """Train the behaviors of an environment with self-play; write a results folder like the CLI.
 
     Args:
-        config: a trainer YAML file (ML-Agents' schema), the same as a dict, ``RunOptions``, or
-            None: the game's shipped config where it has one (``config/tennis.yaml``), else every
-            default (with ``resume``: the run's own ``configuration.yaml``).
+        config: a trainer YAML file (ML-Agents' schema), a dict or ``RunOptions``; None: the game's
+            shipped config if it has one (``config/tennis.yaml``), else the defaults.
         env: a built-in game name, ``"module:callable"``, a Unity build path, a function
             returning a BaseEnv (called with ``worker_id``/``seed`` if it takes them), or one
             BaseEnv instance. Default: the config's ``env_settings.env_path``.
         run_id: the run's name: results go to ``<results_dir>/<run_id>`` (default ``ppo``).
         results_dir: the folder of run folders (default ``results``).
-        resume: continue the run from its last checkpoint.
+        resume: continue the run from its last checkpoint (config None: its ``configuration.yaml``).
         force: delete the run's folder and start over.
         initialize_from: the run id whose final policies start this run.
         seed: random seed (-1 draws one and records it).
@@ -300,9 +315,8 @@ def train(
         overrides: any other keys, ``{"env_settings.num_areas": 4, "debug": True}``.
         callbacks: ``SelfPlayCallback``/``TrainingCallback`` objects; one returning False from
             an event stops the run after a checkpoint.
-        verbose: 1 prints the run's log (summary lines...) on stderr, 2 with debug lines, 0
-            nothing; only while the application has not set up logging itself
-            (``ghost.command_line.console_logging``).
+        verbose: 1 prints the run's log on stderr (2 with debug lines, 0 nothing) unless the
+            application set up logging itself (``ghost.command_line.console_logging``).
 
     Returns:
         The final policies, ratings, steps and wall time (``TrainingResult``).
@@ -322,11 +336,5 @@ def train(
         "env_settings.num_envs": num_envs,
         MAX_STEPS_KEY: max_steps,
     }
-    given = {key: value for key, value in keywords.items() if value is not None}
-    env_path = _recorded_env_path(env)
-    recorded = {"env_settings.env_path": env_path} if env_path is not None else {}
-    kind = None if env is None or isinstance(env, str | os.PathLike) else declared_kind(env)
-    if kind is not None:  # an environment object that says what it is (envs.game_kind)
-        recorded["env_settings.game_kind"] = kind
-    options = resolve_options(config, {**given, **(overrides or {}), **recorded})
+    options = resolve_options(config, _config_keys(keywords, overrides, env))
     return train_options(options, _env_factory(env, options), callbacks=callbacks)
