@@ -2,9 +2,9 @@
 
 For people who write their own PyTorch loop. The PPO is CleanRL's shape (rollout into
 preallocated tensors, GAE in a reversed loop, epochs x minibatches); the self-play is
-``ghost.core``: a ``GhostController`` and a ``GhostCycle`` decide when to snapshot, whom the
-ghosted team plays, when learning passes to the other team and how each match moves the Elo, and
-this loop acts on their answers. Each place where it does says ``contract N``: the item of
+``ghost.core``: its host kit (``SelfPlayHost``, a controller and a cycle per behavior) decides when
+to snapshot, whom the ghosted team plays, when learning passes to the other team and how each
+match moves the Elo, and this loop acts on its answers. Each place where it does says ``contract N``: the item of
 docs/writing-a-host.md it fulfils. At the end the policy plays the scripted ``medium`` level.
 
 Run: ``python examples/single_file_host.py`` (600k steps: about a minute on 2 CPU cores);
@@ -24,14 +24,13 @@ from torch import nn
 from torch.distributions import Normal
 
 from envs.games import make_game
-from ghost.core.controller import GhostController
-from ghost.core.ghost_cycle import GhostCycle, finished_matches
+from ghost.core.ghost_cycle import finished_matches
 from ghost.core.self_play import SelfPlayState
+from ghost.core.self_play_host import SelfPlayHost
 from ghost.core.settings import SelfPlaySettings
 from ghost.core.state_folder import SelfPlayFolder
 from ghost.evaluation import evaluate
-from trainers.run_files.atomic import atomic_save, atomic_write_text
-from trainers.run_files.safe_load import load_pt
+from trainers.run_files.access import RUN_FILES
 
 
 class Agent(nn.Module):
@@ -109,8 +108,7 @@ class Host:
 def self_play_folder(model: Path) -> SelfPlayFolder:
     """``tennis.self_play/`` beside ``tennis.pt``: snapshots, ``state.pt`` and ``payoff.csv``,
     in the host's weight format (torch files, written atomically, read weights-only)."""
-    return SelfPlayFolder(model.with_suffix(".self_play"), save=atomic_save, load=load_pt,
-                          write_text=atomic_write_text)  # fmt: skip
+    return SelfPlayFolder(model.with_suffix(".self_play"), files=RUN_FILES)
 
 
 if __name__ == "__main__":
@@ -136,28 +134,25 @@ if __name__ == "__main__":
     settings = SelfPlaySettings(save_steps=args.team_change // 4, team_change=args.team_change,
                                 swap_steps=2_000, window=10)  # fmt: skip
     state = SelfPlayState(behavior_name="Tennis", settings=settings, seed=args.seed)  # contract 2
-    controller = GhostController()  # contract 2: one per run, shared by every behavior
+    kit = SelfPlayHost()  # contract 2: one per run (its controller), shared by every behavior
     host = Host(agent, ghosts, max_steps=args.steps)
-    cycle = GhostCycle(
-        state=state, controller=controller, learner=host, training=True,
+    cycle = kit.add_behavior(
+        state=state, learner=host,
         on_snapshot=lambda s: print(f"step {s.step}: snapshot {s.snapshot_id} (Elo {s.rating:.0f})"),
     )  # fmt: skip
-    for team in names:  # contract 2: every team subscribed before any restore
-        controller.subscribe_team(team, state)
-    if args.resume:  # contract 12: model, controller, then self-play state (weights-only reads)
-        saved, folder = load_pt(args.resume), self_play_folder(args.resume)
+    kit.subscribe("Tennis", names)  # contract 2: every team subscribed before any restore
+    if args.resume:  # contract 12: the model, then the self-play state (weights-only reads)
+        saved, folder = RUN_FILES.load(args.resume), self_play_folder(args.resume)
         record = folder.load()
         if record is None:
             raise SystemExit(f"{folder.state_path} is missing: resume from a --save file")
         agent.load_state_dict(saved["agent"])
         optimizer.load_state_dict(saved["optimizer"])
         host.step = saved["step"]
-        controller.load_state_dict(record["controller"])
-        folder.restore(record, state)
+        kit.restore("Tennis", folder, record, step=host.step)  # controller, state, opponents
         window = [s.snapshot_id for s in state.window]
         print(f"resumed at step {host.step}: Elo {state.rating:.0f}, window {window}")
-    for team in names:  # contract 3 (and 12): field the restored opponents, or draw fresh ones
-        cycle.connect_team(team)
+    kit.connect("Tennis", names)  # contract 3 (and 12): field restored opponents, or draw anew
     cycle.begin()  # contract 4: the untrained learner is the first snapshot; the first turn starts
 
     obs_buf, act_buf = torch.zeros((T, N, obs_size)), torch.zeros((T, N, act_size))
@@ -224,10 +219,10 @@ if __name__ == "__main__":
                 optimizer.step()
         agent.update_norm(b_obs)  # after the update, whose ratios used the rollout's statistics
 
-        cycle.after_update()  # contract 8: a snapshot if due, then a team change request or a swap
-        # contract 9: a requested team change is taken after an update and told to every
-        # behavior's cycle (one here); then the games restart: no episode straddles two learners
-        change = controller.hand_over([cycle])
+        # contract 8: a snapshot if due, then a team change request or a swap; contract 9: a
+        # requested team change is taken and told to every behavior's cycle (one here); then
+        # the games restart: no episode straddles two learners
+        change = kit.update_done("Tennis")
         if change is not None:
             env.reset()
             print(
@@ -240,10 +235,9 @@ if __name__ == "__main__":
                   f"{approx_kl.item():.4f}, {speed:.0f} steps/s")  # fmt: skip
 
     if args.save:  # contract 11: the model, then the self-play state of the same step
-        atomic_save({"agent": agent.state_dict(), "optimizer": optimizer.state_dict(),
-                     "step": host.step}, args.save)  # fmt: skip
-        record = {"step": host.step, "controller": controller.state_dict()}
-        self_play_folder(args.save).save(state, record)  # snapshots first: the state names them
+        RUN_FILES.save({"agent": agent.state_dict(), "optimizer": optimizer.state_dict(),
+                        "step": host.step}, args.save)  # fmt: skip
+        kit.save("Tennis", self_play_folder(args.save), step=host.step)  # snapshots, then state
     result = evaluate(game="tennis", policy=agent.eval(), opponent="medium", seed=args.seed,
                       deterministic=True)  # fmt: skip
     print(f"against medium: win rate {result.win_rate:.2f} ({result.wins} wins in "

@@ -25,6 +25,7 @@ from envs.stepping import BehaviorSteps
 from ghost.config.settings import BehaviorSettings
 from ghost.core.controller import GhostController
 from ghost.core.self_play import SelfPlayState
+from ghost.core.self_play_host import SelfPlayHost
 from ghost.core.settings import SelfPlaySettings
 from ghost.running.ghost_trainer import GhostTrainer
 from trainers.base import ActionOutput, ExperienceQueue, PolicyQueue, StepBatch, Trainer
@@ -109,7 +110,7 @@ class GhostRig:
         )
         state = SelfPlayState(behavior_name=name, settings=settings.self_play, seed=seed)
         self.ghost = GhostTrainer(
-            trainer=self.inner, controller=self.controller, state=state,
+            trainer=self.inner, kit=SelfPlayHost(controller=self.controller), state=state,
             layout=RunLayout(artifact_dir),
         )  # fmt: skip
         self.name = name

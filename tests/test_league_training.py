@@ -27,6 +27,7 @@ from ghost.core.league import (
 )
 from ghost.core.opponents import LATEST, Opponent, Pool
 from ghost.core.self_play import SelfPlayState
+from ghost.core.self_play_host import SelfPlayHost
 from ghost.core.settings import LeagueSettings, SamplingSettings, SelfPlaySettings
 from ghost.core.snapshots import Snapshot
 from ghost.core.win_rates import WinRates
@@ -114,7 +115,7 @@ class LeagueRig:
 
         self.state = SelfPlayState(behavior_name=name, settings=settings.self_play)
         self.ghost = GhostTrainer(
-            trainer=self.inner, controller=self.controller, state=self.state,
+            trainer=self.inner, kit=SelfPlayHost(controller=self.controller), state=self.state,
             layout=RunLayout(tmp_path), make_trainer=make,
         )  # fmt: skip
         self.name = name

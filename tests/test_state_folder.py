@@ -11,12 +11,11 @@ import torch
 from ghost.core.self_play import SelfPlayState
 from ghost.core.settings import SelfPlaySettings
 from ghost.core.state_folder import SelfPlayFolder, StateFolderError
-from trainers.run_files.atomic import atomic_save, atomic_write_text
-from trainers.run_files.safe_load import load_pt
+from trainers.run_files.access import RUN_FILES
 
 
 def folder_at(path) -> SelfPlayFolder:
-    return SelfPlayFolder(path, save=atomic_save, load=load_pt, write_text=atomic_write_text)
+    return SelfPlayFolder(path, files=RUN_FILES)
 
 
 def played_state(snapshots: int) -> SelfPlayState:
@@ -59,6 +58,6 @@ def test_evicted_snapshots_leave_the_folder_and_kept_ones_are_not_rewritten(tmp_
 def test_no_state_is_none_and_another_format_is_refused(tmp_path):
     folder = folder_at(tmp_path)
     assert folder.load() is None
-    atomic_save({"format": 99}, tmp_path / "state.pt")
+    RUN_FILES.save({"format": 99}, tmp_path / "state.pt")
     with pytest.raises(StateFolderError, match="unknown format 99"):
         folder.load()

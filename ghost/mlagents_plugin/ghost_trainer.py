@@ -1,7 +1,8 @@
 """``MLAgentsGhostTrainer``: ML-Agents' PPO, SAC or POCA trainer learning by self-play.
 
 It stands where ML-Agents' own GhostTrainer stands (one per behavior name, every team of that name)
-and runs ghost-learn's self-play cycle (``ghost.core.ghost_cycle.GhostCycle``), connected here to
+and runs ghost-learn's self-play cycle through the run's host kit
+(``ghost.core.self_play_host.SelfPlayHost``), connected here to
 ML-Agents' queues and policies: learning-team trajectories go to the wrapped trainer and are rated
 one result per match (``groups``), each team acts through a ``TeamPolicy`` (the learner's latest
 weights, or the frozen opponents the cycle fields, spread over workers), a team change resets the
@@ -19,7 +20,7 @@ from mlagents.trainers.stats import StatsPropertyType
 from mlagents.trainers.trainer import Trainer
 
 from ghost.core.controller import TeamChange
-from ghost.core.ghost_cycle import GhostCycle, Route
+from ghost.core.ghost_cycle import Route
 from ghost.core.opponents import Opponent
 from ghost.core.self_play import SelfPlayState
 from ghost.mlagents_plugin import groups, state_files
@@ -68,9 +69,9 @@ class MLAgentsGhostTrainer(Trainer):
         self._learner_updates: AgentManagerQueue | None = None
         self._experience: AgentManagerQueue | None = None
         self._restored: dict[str, Any] | None = None
-        self.cycle = GhostCycle(
-            state=state, controller=self.controller, learner=_Learner(self), training=training,
-            report=self._stats_reporter.add_stat,
+        self.cycle = run.kit.add_behavior(
+            state=state, learner=_Learner(self), training=training,
+            report=self._stats_reporter.add_stat, listener=self,
         )  # fmt: skip
 
     # -- what ML-Agents reads ----------------------------------------------------------------
@@ -116,15 +117,12 @@ class MLAgentsGhostTrainer(Trainer):
         self.policies[parsed_behavior_id.behavior_id] = policy
         self._team_policies[team] = policy
         self._team_of_queue[parsed_behavior_id.behavior_id] = team
-        self.controller.subscribe_team(team, self.state)  # before a restored rotation
+        kit = self.run.kit
+        kit.subscribe(self.brain_name, [team])  # before a restored rotation
         if self._restored is not None:
-            state_files.restore(
-                self.files, self._restored, state=self.state, run=self.run,
-                step=self.trainer.get_step,
-            )  # fmt: skip
+            kit.restore(self.brain_name, self.files, self._restored, step=self.trainer.get_step)
             self._restored = None
-            self.cycle.restore()
-        self.cycle.connect_team(team)
+        kit.connect(self.brain_name, [team])
 
     def get_policy(self, name_behavior_id: str) -> Any:
         return self.policies[name_behavior_id]
@@ -151,7 +149,7 @@ class MLAgentsGhostTrainer(Trainer):
         self._rate_matches(learning)
         self.trainer.advance()
         self._follow_learner()
-        self.cycle.after_update()
+        self.run.kit.after_update(self.brain_name)
 
     def _follow_learner(self) -> None:
         """After an update the learning team acts with the learner's new weights."""
@@ -192,10 +190,7 @@ class MLAgentsGhostTrainer(Trainer):
         """Write the self-play state of the trainer's current step (with its checkpoint)."""
         if self.learner is None:
             return
-        state_files.save(
-            self.files, step=self.trainer.get_step, state=self.state,
-            controller=self.controller.state_dict(),
-        )  # fmt: skip
+        self.run.kit.save(self.brain_name, self.files, step=self.trainer.get_step)
 
     def save_model(self) -> None:
         self.trainer.save_model()  # checkpoints, which saves the self-play state too

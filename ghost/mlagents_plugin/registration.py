@@ -131,7 +131,6 @@ def create_ghost_trainer(
     )
     _save_self_play_with_checkpoints(trainer, ghost)
     _export_with_torchscript_exporter(trainer)
-    run.trainers.append(ghost)
     return ghost
 
 

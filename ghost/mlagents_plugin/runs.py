@@ -1,4 +1,5 @@
-"""One ``GhostRun`` per ``mlagents-learn`` run: the controller its ghost trainers share.
+"""One ``GhostRun`` per ``mlagents-learn`` run: the host kit (controller and cycles) its ghost
+trainers share.
 
 ML-Agents creates trainers one behavior name at a time through a factory that knows nothing of the
 others, so the run is found by its results folder (the parent of every behavior's artifact
@@ -15,18 +16,18 @@ team changes, which it does every step.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from mlagents_envs.logging_util import get_logger
 
-from ghost.core.controller import GhostController, TeamChangeListener
+from ghost.core.controller import GhostController
+from ghost.core.self_play_host import SelfPlayHost
 from trainers.run_files.lock import RunLock
 
 logger = get_logger(__name__)
 
 
 class GhostRun:
-    """The controller of one run and the ghost trainers that share it.
+    """The host kit of one run, shared by its ghost trainers, and the run folder's lock.
 
     Args:
         lock: the run folder's lock, held by this process (None: not locked).
@@ -34,28 +35,18 @@ class GhostRun:
 
     def __init__(self, lock: RunLock | None = None) -> None:
         self.lock = lock
-        self.controller = GhostController()
-        self.trainers: list[TeamChangeListener] = []
-        self._controller_restored = False
+        self.kit = SelfPlayHost(logger=logger)
 
-    def restore_controller(self, state: dict[str, Any]) -> None:
-        """Continue the saved rotation (the first behavior restored brings it; all saved it)."""
-        if not self._controller_restored:
-            self.controller.load_state_dict(state)
-            self._controller_restored = True
+    @property
+    def controller(self) -> GhostController:
+        return self.kit.controller
 
     def take_team_change(self) -> bool:
         """Make a requested team change and tell every trainer; True when the environments must
         be reset (no trajectory may straddle two learners)."""
         if self.lock is not None:
             self.lock.heartbeat()
-        change = self.controller.hand_over(self.trainers)
-        if change is None:
-            return False
-        logger.info(
-            "Self-play: team %s learns now (team change %d)", change.learning_team, change.count
-        )
-        return True
+        return self.kit.take_team_change() is not None
 
 
 _RUNS: dict[Path, GhostRun] = {}

@@ -13,24 +13,27 @@ collaborators: ``ExploiterTurns`` for ``self_play.league`` exploiter turns
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from mlagents_envs.base_env import BehaviorSpec
 
 from envs.behavior_id import BehaviorId
-from ghost.core.controller import GhostController, TeamChange
-from ghost.core.ghost_cycle import GhostCycle, MatchResult, Route, finished_matches
+from ghost.core.controller import TeamChange
+from ghost.core.ghost_cycle import MatchResult, Route, finished_matches
 from ghost.core.opponents import Opponent
 from ghost.core.self_play import SelfPlayState
+from ghost.core.self_play_host import SelfPlayHost
 from ghost.core.settings import SelfPlaySettings
 from ghost.core.snapshots import Snapshot
+from ghost.core.state_folder import SelfPlayFolder
 from ghost.exceptions import ConfigError
 from ghost.running.average_policy import AveragePolicy
 from ghost.running.league import ExploiterFactory, ExploiterTurns
 from ghost.running.opponent_policy import OpponentPolicy
 from trainers.base import ExperienceQueue, Policy, StepBatch, Trainer
 from trainers.policy_file import read_policy_weights
-from trainers.run_files.atomic import atomic_write_text
+from trainers.run_files.access import RUN_FILES
 from trainers.run_files.layout import RunLayout
 from trainers.stats import ELO
 
@@ -60,7 +63,7 @@ class GhostTrainer(Trainer):
 
     Args:
         trainer: the wrapped trainer (PPO, SAC, a plugin).
-        controller: the run's controller, shared by every ghost trainer.
+        kit: the run's host kit (its controller), shared by every ghost trainer.
         state: this behavior's self-play bookkeeping.
         layout: the run folder (snapshot files and the payoff table go there).
         on_snapshot: called with each snapshot as it is taken.
@@ -72,7 +75,7 @@ class GhostTrainer(Trainer):
         self,
         *,
         trainer: Trainer,
-        controller: GhostController,
+        kit: SelfPlayHost,
         state: SelfPlayState,
         layout: RunLayout,
         on_snapshot: SnapshotListener | None = None,
@@ -86,10 +89,18 @@ class GhostTrainer(Trainer):
         self.stats = trainer.stats  # one reporter per behavior: the wrapped trainer's
         check_learn_from_latest(trainer.behavior_name, state.settings, type(trainer))
         self.trainer = trainer
-        self.controller = controller
+        self.kit = kit
+        self.controller = kit.controller
         self.state = state
         self.self_play = state.settings
         self.layout = layout
+        #: the snapshots as policy files in ``<Behavior>/snapshots/``; the rest of the self-play
+        #: state travels in each checkpoint (a checkpoint set and its state always match)
+        self.files = SelfPlayFolder(
+            layout.snapshots_dir(self.behavior_name), files=RUN_FILES,
+            write_weights=self._write_snapshot, read_weights=read_policy_weights,
+            payoff_path=layout.payoff_path(self.behavior_name),
+        )  # fmt: skip
         self.learner: Policy | None = None
         self.behavior_ids: dict[int, BehaviorId] = {}
         self.opponent_policies: dict[BehaviorId, OpponentPolicy] = {}
@@ -100,11 +111,11 @@ class GhostTrainer(Trainer):
         self._mirroring: set[BehaviorId] = set()
         self.average = AveragePolicy.for_settings(self.self_play, seed=trainer.seed)
         self.league = ExploiterTurns.for_behavior(state, trainer=trainer, make_trainer=make_trainer)
-        self.cycle = GhostCycle(
-            state=state, controller=controller, learner=_Learner(self), training=trainer.training,
+        self.cycle = kit.add_behavior(
+            state=state, learner=_Learner(self), training=trainer.training,
             league=self.league, observer=self.average,
             on_snapshot=None if on_snapshot is None else lambda s: on_snapshot(self, s),
-            report=self.stats.add,
+            report=self.stats.add, listener=self,
         )  # fmt: skip
 
     # -- wiring ----------------------------------------------------------------------------
@@ -129,7 +140,7 @@ class GhostTrainer(Trainer):
         self.behavior_ids[behavior_id.team] = behavior_id
         if self.league is not None:
             self.league.connect(behavior_id, spec)
-        self.cycle.connect_team(behavior_id.team)
+        self.kit.connect(self.behavior_name, [behavior_id.team])
 
     def get_policy(self, behavior_id: BehaviorId) -> Policy:
         assert self.learner is not None, "add_policy comes first"
@@ -184,7 +195,7 @@ class GhostTrainer(Trainer):
                     self.cycle.book(match_results(batch))
         self.stats.training = self.training and self.cycle.is_learning and not self.cycle.exploiting
         self.trainer.advance()
-        self.cycle.after_update()
+        self.kit.after_update(self.behavior_name)
         self.stats.add(ELO, self.state.rating)
 
     def _mirror(self, batch: StepBatch) -> None:
@@ -215,24 +226,18 @@ class GhostTrainer(Trainer):
         if self.league is not None:
             self.league.end_episode()
 
-    # -- persistence -----------------------------------------------------------------------
+    # -- persistence -------------------------------------------------------------------------
+    def _write_snapshot(self, weights: Any, path: Path) -> None:
+        assert self.learner is not None
+        self.learner.save(path, weights)
+
     def write_snapshots(self) -> None:
         """Write every snapshot of the window that has no file yet (each a loadable policy)."""
-        assert self.learner is not None
-        for snapshot in self.state.window:
-            if snapshot.path is None or not snapshot.path.exists():
-                snapshot.path = self.layout.snapshot_path(self.behavior_name, snapshot.snapshot_id)
-                self.learner.save(snapshot.path, snapshot.weights)
+        self.files.write_snapshots(self.state)
 
     def after_checkpoint(self) -> None:
         """The new checkpoint set is complete: write the payoff table; evicted snapshots go."""
-        atomic_write_text(
-            self.layout.payoff_path(self.behavior_name), self.state.win_rates.payoff_csv()
-        )
-        keep = {s.path for s in self.state.window}
-        for stale in self.layout.snapshot_files(self.behavior_name).values():
-            if stale not in keep:
-                stale.unlink(missing_ok=True)
+        self.files.finish(self.state)
 
     def state_dict(self) -> dict[str, Any]:
         self.write_snapshots()
@@ -243,10 +248,10 @@ class GhostTrainer(Trainer):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.trainer.load_state_dict(state["trainer"])
-        self.state.load_state_dict(state["ghost"], read_weights=read_policy_weights)
+        self.kit.restore(self.behavior_name, self.files, {"self_play": state["ghost"]},
+                         step=self.trainer.step)  # fmt: skip
         if self.league is not None and "league" in state:
             self.league.load_state_dict(state["league"])
-        self.cycle.restore()
 
     def close(self) -> None:
         self.trainer.close()

@@ -31,8 +31,8 @@ from envs.stepping import EnvStepper, StepResult
 from ghost.config.effects import log_effects, shortened_by_flag
 from ghost.config.loader import write_options
 from ghost.config.settings import BehaviorSettings, RunOptions
-from ghost.core.controller import GhostController
 from ghost.core.self_play import SelfPlayState
+from ghost.core.self_play_host import SelfPlayHost
 from ghost.core.snapshots import Snapshot
 from ghost.play.game_runner import GameRunner, RayGames
 from ghost.running.callbacks import SnapshotTaken, TeamChanged
@@ -81,7 +81,9 @@ class SelfPlaySession(TrainingLoop):
             callbacks=callbacks,
         )
         self.options = options
-        self.controller = GhostController()
+        #: the run's host kit; ghost-learn's callbacks report team changes (``TeamChanged``)
+        self.kit = SelfPlayHost(team_change_level=logging.DEBUG)
+        self.controller = self.kit.controller
         self.ghosts: dict[str, GhostTrainer] = {}
         self.evaluations: dict[str, ScheduledEvaluation] = {}
         self.lessons = LessonSchedule(options.environment_parameters, seed=seed)
@@ -122,7 +124,7 @@ class SelfPlaySession(TrainingLoop):
             behavior_name=name, settings=settings.self_play, seed=self.seed, fixed_opponents=fixed
         )
         ghost = GhostTrainer(
-            trainer=trainer, controller=self.controller, state=state, layout=self.layout,
+            trainer=trainer, kit=self.kit, state=state, layout=self.layout,
             on_snapshot=self._announce_snapshot,
             make_trainer=exploiter_factory(trainer, self.layout.behavior_dir(name) / "league"),
         )  # fmt: skip
@@ -190,7 +192,7 @@ class SelfPlaySession(TrainingLoop):
         return RayGames(env_settings.ray_address) if env_settings.uses_ray else None
 
     def between_steps(self, steps: StepResult) -> StepResult:
-        change = self.controller.hand_over(self.ghosts.values())
+        change = self.kit.take_team_change()
         if change is not None:
             steps = self.reset_environments()
             self.callbacks.emit(

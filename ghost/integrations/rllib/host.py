@@ -1,4 +1,5 @@
-"""``RLlibSelfPlay``: the self-play cycle (``GhostCycle``) driven by an RLlib ``Algorithm``.
+"""``RLlibSelfPlay``: the self-play cycle, through the host kit (``SelfPlayHost``), driven by an
+RLlib ``Algorithm``.
 
 It lives on the driver, beside the Algorithm, and acts through RLlib's public handles only:
 
@@ -27,17 +28,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from ghost.core.controller import GhostController
-from ghost.core.ghost_cycle import GhostCycle
 from ghost.core.opponents import Opponent
 from ghost.core.self_play import SelfPlayState
+from ghost.core.self_play_host import SelfPlayHost
 from ghost.core.settings import SelfPlaySettings
 from ghost.core.state_folder import SelfPlayFolder
 from ghost.integrations.rllib import routing
 from ghost.integrations.rllib.league import RLlibLeagueTurns
 from ghost.integrations.rllib.routing import LEARNER_MODULE, Routing, Tally, ghost_module
-from trainers.run_files.atomic import atomic_save, atomic_write_text
-from trainers.run_files.safe_load import load_pt
+from trainers.run_files.access import RUN_FILES
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +135,8 @@ class RLlibSelfPlay:
         self.learner_steps = 0
         self.learning_team = self.teams[0]
         self.state = SelfPlayState(behavior_name=behavior_name, settings=settings, seed=seed)
-        self.controller = GhostController()
+        self.kit = SelfPlayHost(logger=logger)
+        self.controller = self.kit.controller
         #: the exploiters' turns (None without ``self_play.league`` exploiters)
         self.league = (
             RLlibLeagueTurns(
@@ -150,16 +150,15 @@ class RLlibSelfPlay:
         )
         self.learner = _Learner(self)
         self._scores: dict[str, list[float]] = defaultdict(list)
-        self.cycle = GhostCycle(
-            state=self.state, controller=self.controller, learner=self.learner, training=True,
-            report=lambda key, score: self._scores[key].append(score), league=self.league,
+        self.cycle = self.kit.add_behavior(
+            state=self.state, learner=self.learner, league=self.league,
+            report=lambda key, score: self._scores[key].append(score),
         )  # fmt: skip
 
     def attach(self, algorithm: Any) -> None:
         """Start self-play on ``algorithm``: the untrained learner is the first snapshot."""
         self.learner.algorithm = algorithm
-        for team in self.teams:
-            self.cycle.connect_team(team)
+        self.kit.connect(self.state.behavior_name, self.teams)
         self.cycle.begin()
         self.learner.publish()
 
@@ -192,10 +191,7 @@ class RLlibSelfPlay:
             if r.learning_team == learning and r.learning_module == module
         ]
         self.cycle.book(current)
-        self.cycle.after_update()
-        change = self.controller.hand_over([self.cycle])
-        if change is not None:
-            logger.info("Self-play: team %d learns now", change.learning_team)
+        self.kit.update_done(self.state.behavior_name)
         result[RESULT_KEY] = self._report(matches=len(current))
 
     def _take_tallies(self) -> Tally:
@@ -227,21 +223,17 @@ class RLlibSelfPlay:
     # -- persistence -------------------------------------------------------------------------
     @staticmethod
     def _files(checkpoint: str | Path) -> SelfPlayFolder:
-        return SelfPlayFolder(
-            Path(checkpoint) / FOLDER, save=atomic_save, load=load_pt,
-            write_text=atomic_write_text,
-        )  # fmt: skip
+        return SelfPlayFolder(Path(checkpoint) / FOLDER, files=RUN_FILES)
 
     def save(self, checkpoint: str | Path) -> Path:
         """Write the self-play state into ``<checkpoint>/ghost_self_play`` (every file atomic;
         snapshots before the state that names them); returns that folder."""
         files = self._files(checkpoint)
-        files.save(self.state, {
-            "learner_steps": self.learner_steps,
-            "learning_team": self.learning_team,
-            "controller": self.controller.state_dict(),
-            "league_turns": None if self.league is None else self.league.state_dict(),
-        })  # fmt: skip
+        self.kit.save(
+            self.state.behavior_name, files, step=self.learner_steps,
+            learner_steps=self.learner_steps, learning_team=self.learning_team,
+            league_turns=None if self.league is None else self.league.state_dict(),
+        )  # fmt: skip
         return files.folder
 
     def load(self, checkpoint: str | Path) -> None:
@@ -254,16 +246,9 @@ class RLlibSelfPlay:
                 f"{checkpoint} holds no self-play state ({FOLDER}/state.pt); save it with "
                 "ghost.integrations.rllib.save_checkpoint"
             )
-        files.restore(record, self.state)
-        self.controller.load_state_dict(record["controller"])
         self.learner_steps = int(record["learner_steps"])
         self.learning_team = int(record["learning_team"])
+        self.kit.restore(self.state.behavior_name, files, record, step=self.learner_steps)
         if self.league is not None and record.get("league_turns") is not None:
-            self.league.load_state_dict(record["league_turns"])
-        self.cycle.restore()
+            self.league.load_state_dict(record["league_turns"])  # its members are restored now
         self.learner.publish()
-        logger.info(
-            "Self-play resumed at learner step %d: window %s, Elo %.1f, team %s learns",
-            self.learner_steps, [s.snapshot_id for s in self.state.window], self.state.rating,
-            self.controller.learning_team,
-        )  # fmt: skip

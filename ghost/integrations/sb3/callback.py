@@ -20,9 +20,10 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from ghost.core.ghost_cycle import GhostCycle
 from ghost.core.opponents import Opponent
+from ghost.core.self_play_host import SelfPlayHost
 from ghost.exceptions import ConfigError, GhostError
 from ghost.integrations.sb3.actors import Actor, PlayerActor, PolicyActor
-from ghost.integrations.sb3.state_files import load_self_play, save_self_play, self_play_folder
+from ghost.integrations.sb3.state_files import read_record, state_folder
 from ghost.integrations.sb3.vec_env import GhostVecEnv, SB3Weights
 
 ELO = "Self-play/ELO"
@@ -54,6 +55,7 @@ class GhostCallback(BaseCallback):
         self.resume_from = resume_from
         self.save_path = save_path
         self.save_every = save_every
+        self.kit: SelfPlayHost | None = None
         self.cycle: GhostCycle | None = None
         self.ghost_env: GhostVecEnv | None = None
         self._copies: _FrozenCopies | None = None
@@ -70,20 +72,17 @@ class GhostCallback(BaseCallback):
         # every opponent in play keeps its copy: room for two swaps' worth of them
         in_play = len(env.teams) * env.state.settings.opponents_per_swap
         self._copies = _FrozenCopies(capacity=2 * in_play + len(env.state.fixed_opponents) + 4)
-        self.cycle = GhostCycle(
-            state=env.state, controller=env.controller, learner=_SB3Learner(self),
-            training=True, report=self._report,
-        )  # fmt: skip
-        for team in env.teams:  # before a restored rotation, as every host does
-            env.controller.subscribe_team(team, env.state)
+        self.kit = SelfPlayHost(controller=env.controller)
+        self.cycle = self.kit.add_behavior(
+            state=env.state, learner=_SB3Learner(self), report=self._report
+        )
+        name = env.state.behavior_name
+        self.kit.subscribe(name, env.teams)  # before a restored rotation, as every host does
         if self.resume_from is not None:
-            load_self_play(
-                self_play_folder(self.resume_from), state=env.state,
-                controller=env.controller, step=self.model.num_timesteps,
-            )  # fmt: skip
-            self.cycle.restore()
-        for team in env.teams:
-            self.cycle.connect_team(team)
+            folder = state_folder(self.resume_from)
+            record = read_record(folder)
+            self.kit.restore(name, folder, record, step=self.model.num_timesteps)
+        self.kit.connect(name, env.teams)
 
     def _on_training_start(self) -> None:
         self._total_steps = int(self.locals.get("total_timesteps", 0))
@@ -120,9 +119,7 @@ class GhostCallback(BaseCallback):
 
     # -- the cycle ---------------------------------------------------------------------------
     def _after_update(self) -> None:
-        cycle = self._cycle
-        cycle.after_update()
-        change = cycle.controller.hand_over([cycle])
+        change = self._kit.update_done(self._env.state.behavior_name)
         if change is not None and self.verbose:  # SB3's own console, as its callbacks print
             print(f"Self-play: team {change.learning_team} learns now (change {change.count})")
 
@@ -152,11 +149,9 @@ class GhostCallback(BaseCallback):
         """``model.save(path)``, then the self-play state into ``<path>.self_play/``."""
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self.model.save(path)
-        env = self._env
-        save_self_play(
-            self_play_folder(path), step=self.model.num_timesteps, state=env.state,
-            controller=env.controller,
-        )  # fmt: skip
+        self._kit.save(
+            self._env.state.behavior_name, state_folder(path), step=self.model.num_timesteps
+        )
         self._last_save = self.model.num_timesteps
 
     @property
@@ -169,6 +164,11 @@ class GhostCallback(BaseCallback):
     def _cycle(self) -> GhostCycle:
         assert self.cycle is not None, "set up by _init_callback"
         return self.cycle
+
+    @property
+    def _kit(self) -> SelfPlayHost:
+        assert self.kit is not None, "set up by _init_callback"
+        return self.kit
 
 
 class _SB3Learner:
