@@ -1,11 +1,11 @@
-"""Evaluating a trained run from Python: a match, the run's snapshots and a league.
+"""Evaluating a trained run from Python: a match, the run's snapshots and a tournament.
 
 The script first trains built-in Tennis briefly (a snapshot every 2000 steps), then judges the run
 with ``ghost.evaluation``, the Python side of ``ghost-eval``:
 
 - ``evaluate``: the final policy against a scripted level, with a 95% interval on its win rate;
 - ``evaluate_run``: every snapshot against the same level (the run's progress);
-- ``play_league``: every snapshot, the final policy and the level against each other, rated.
+- ``play_tournament``: every snapshot, the final policy and the level against each other, rated.
 
 Run: ``python examples/evaluate_run.py`` (seconds); ``--steps 300000 --games 200`` for a run
 that learns and figures worth reading (``ghost-eval match results/tennis-eval --against weak``
@@ -19,7 +19,7 @@ import yaml
 
 import ghost
 from ghost.evaluation import evaluate, evaluate_run
-from ghost.evaluation.league import play_league
+from ghost.evaluation.tournament import play_tournament
 
 TENNIS = Path(__file__).resolve().parents[1] / "config" / "tennis.yaml"
 
@@ -45,8 +45,8 @@ if __name__ == "__main__":
         rate = snapshot.result.win_rate
         print(f"snapshot {snapshot.snapshot_id} (step {snapshot.step}): win rate {rate:.2f}")
 
-    table = play_league(
+    table = play_tournament(
         run_dir, games_per_pair=max(args.games // 5, 2), include_levels=[args.level]
     )
     for row in table.rows:  # best first
-        print(f"league: {row.player.name:>24} Elo {row.elo:6.0f} ± {row.elo_ci95:.0f}")
+        print(f"tournament: {row.player.name:>24} Elo {row.elo:6.0f} ± {row.elo_ci95:.0f}")

@@ -137,7 +137,7 @@ def test_league_rates_the_players_of_two_runs(duel_runs, capsys):
                for r in league["results"])  # fmt: skip
     code, out, err = ghost_eval(capsys, "league", run, "--games-per-pair", "2")
     assert code == 0, err
-    assert "tests.eval_envs:make_arena_duel league of" in out and "final" in out
+    assert "tests.eval_envs:make_arena_duel tournament of" in out and "final" in out
 
 
 @pytest.mark.parametrize(

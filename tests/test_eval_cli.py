@@ -13,11 +13,11 @@ import pytest
 
 from ghost.evaluation import cli, cli_commands, cli_legacy, cli_robustness
 
-COMMANDS = ("match", "snapshots", "league", "exploitability", "exploit", "report")
+COMMANDS = ("match", "snapshots", "tournament", "exploitability", "exploit", "report")
 HANDLERS = {
     "match": cli_commands.match,
     "snapshots": cli_commands.snapshots,
-    "league": cli_commands.league,
+    "tournament": cli_commands.tournament,
     "report": cli_commands.report,
     "exploitability": cli_robustness.exploitability,
     "exploit": cli_robustness.exploit,
@@ -47,7 +47,7 @@ def test_each_command_explains_itself(command, capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["league", "results/x", "--against", "strong"], "unrecognized argument --against"),
+        (["tournament", "results/x", "--against", "strong"], "unrecognized argument --against"),
         (["report", "results/x", "x.png", "--episodes", "4"], "unrecognized argument --episodes"),
         (["exploit", "results/x"], "required: --steps"),
         (["match", "results/x"], "required: --against"),
@@ -75,12 +75,16 @@ def parsed(capsys, *argv):
         (["r", "--against", "strong"], ["match"], "match r --against strong ..."),
         (["r", "--against", "snapshots"], ["match"], "match r --against snapshots ..."),
         (["r", "--against", "weak", "--each-snapshot"], ["snapshots"], "snapshots r --against"),
-        (["r", "--league"], ["league"], "league r ..."),
+        (["r", "--league"], ["tournament"], "tournament r ..."),
         (["r", "--report", "o.png"], ["report"], "report r o.png'"),
         (["r", "--exploitability"], ["exploitability"], "exploitability r'"),
         (["r", "--exploiter", "500"], ["exploit"], "exploit r --steps 500 ..."),
         (["r", "--exploitability", "--exploiter", "5"], ["exploitability", "exploit"], "' and '"),
-        (["r", "--report", "o.png", "--league"], ["report", "league"], "' and 'ghost-eval league"),
+        (
+            ["r", "--report", "o.png", "--league"],
+            ["report", "tournament"],
+            "' and 'ghost-eval tournament",
+        ),
     ],
 )
 def test_the_flag_form_runs_the_commands_and_names_them(argv, commands, form, capsys):
@@ -117,6 +121,14 @@ def test_a_first_word_that_is_no_command_is_the_flag_form():
     assert cli.is_flag_form(["results/tennis", "--league"])
     assert cli.is_flag_form(["--game", "tennis", "strong", "--against", "weak"])
     assert not cli.is_flag_form(["league", "results/tennis"])
+    assert not cli.is_flag_form(["tournament", "results/tennis"])
+
+
+def test_league_is_the_tournament_under_its_former_name():
+    former, now = cli._parse(["league", "results/x"]), cli._parse(["tournament", "results/x"])
+    assert former.handler is now.handler is cli_commands.tournament
+    assert cli_commands._json_word(former) == "league"  # scripts read --json under this key
+    assert cli_commands._json_word(now) == "tournament"
     assert not cli.is_flag_form(["--help"]) and not cli.is_flag_form([])
 
 

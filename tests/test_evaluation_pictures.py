@@ -16,17 +16,17 @@ from PIL import Image
 from ghost.core.ratings import elo_expected
 from ghost.evaluation import pictures
 from ghost.evaluation.cli import main
-from ghost.evaluation.league import LeagueTable, build_table
-from ghost.evaluation.league_players import FINAL, SCRIPTED, SNAPSHOT, LeaguePlayer
-from ghost.evaluation.league_ratings import PairResult
 from ghost.evaluation.pictures import (
-    LeagueView,
+    TournamentView,
     draw_payoffs,
     draw_ratings,
     missing_matplotlib,
-    write_league_pictures_into,
+    write_tournament_pictures_into,
 )
-from ghost.evaluation.report import league_result_path
+from ghost.evaluation.report import read_tournament_result, tournament_result_path
+from ghost.evaluation.tournament import TournamentTable, build_table
+from ghost.evaluation.tournament_players import FINAL, SCRIPTED, SNAPSHOT, TournamentPlayer
+from ghost.evaluation.tournament_ratings import PairResult
 from ghost.exceptions import GhostError
 from tests.test_league import tennis_run  # noqa: F401  (the fixture: a tiny tennis run)
 from tests.test_replay import write_fake_run
@@ -34,17 +34,19 @@ from tests.test_replay import write_fake_run
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
-def synthetic_table(snapshots: int = 3, games: int = 20, seed: int = 0) -> LeagueTable:
+def synthetic_table(snapshots: int = 3, games: int = 20, seed: int = 0) -> TournamentTable:
     """A symmetric league of ``snapshots`` snapshots, a final policy and two scripted levels,
     every pair's games drawn from the Elo model (draws and interrupted games included)."""
     rng = np.random.default_rng(seed)
     players = [
-        LeaguePlayer(name=f"snapshot-{i}", kind=SNAPSHOT, behavior="Tennis", step=1000 * i)
+        TournamentPlayer(name=f"snapshot-{i}", kind=SNAPSHOT, behavior="Tennis", step=1000 * i)
         for i in range(snapshots)
     ]
-    players.append(LeaguePlayer(name="final", kind=FINAL, behavior="Tennis", step=1000 * snapshots))
+    players.append(
+        TournamentPlayer(name="final", kind=FINAL, behavior="Tennis", step=1000 * snapshots)
+    )
     players += [
-        LeaguePlayer(name=level, kind=SCRIPTED, behavior="Tennis", level=level)
+        TournamentPlayer(name=level, kind=SCRIPTED, behavior="Tennis", level=level)
         for level in ("medium", "strong")
     ]
     strength = {p.name: 1100.0 + 30.0 * i for i, p in enumerate(players)}
@@ -87,7 +89,7 @@ def intervals_drawn(axis) -> list[tuple[float, float, float, float]]:
 # -- the data the pictures show ----------------------------------------------------------------
 def test_the_heatmap_shows_the_computed_payoffs_best_elo_first():
     table = synthetic_table()
-    figure = draw_payoffs(LeagueView.from_table(table))
+    figure = draw_payoffs(TournamentView.from_table(table))
     axis = figure.axes[0]
     shown = axis.images[0].get_array()
     expected = table.score_matrix()
@@ -113,10 +115,10 @@ def test_the_heatmap_shows_the_computed_payoffs_best_elo_first():
 
 
 def test_annotations_thin_out_and_stop_in_a_big_league():
-    medium = draw_payoffs(LeagueView.from_table(synthetic_table(snapshots=10)))  # 13 players
+    medium = draw_payoffs(TournamentView.from_table(synthetic_table(snapshots=10)))  # 13 players
     texts = [t.get_text() for t in medium.axes[0].texts]
     assert len(texts) == 13 * 12 and all("\n" not in text for text in texts)  # scores only
-    big = LeagueView.from_table(synthetic_table(snapshots=37, games=4))  # 40 players
+    big = TournamentView.from_table(synthetic_table(snapshots=37, games=4))  # 40 players
     figure = draw_payoffs(big)
     assert figure.axes[0].images[0].get_array().shape == (40, 40)
     assert len(figure.axes[0].texts) == 0
@@ -124,7 +126,7 @@ def test_annotations_thin_out_and_stop_in_a_big_league():
 
 def test_an_asymmetric_heatmap_is_one_side_against_the_other():
     players = [
-        LeaguePlayer(name=f"{side}/{level}", kind=SCRIPTED, behavior=side, level=level)
+        TournamentPlayer(name=f"{side}/{level}", kind=SCRIPTED, behavior=side, level=level)
         for side in ("Striker", "Goalie")
         for level in ("medium", "strong", "weak")
     ]
@@ -136,7 +138,7 @@ def test_an_asymmetric_heatmap_is_one_side_against_the_other():
         players, results, game="strikers_vs_goalie", run_dir="svg", symmetric=False,
         games_per_pair=10,
     )  # fmt: skip
-    view = LeagueView.from_table(table)
+    view = TournamentView.from_table(table)
     rows, cols, score, games = view.payoffs()
     assert {name.split("/")[0] for name in rows} == {"Striker"}
     assert {name.split("/")[0] for name in cols} == {"Goalie"}
@@ -152,7 +154,7 @@ def test_an_asymmetric_heatmap_is_one_side_against_the_other():
 
 def test_the_ratings_picture_has_every_player_inside_its_intervals():
     table = synthetic_table()
-    view = LeagueView.from_table(table)
+    view = TournamentView.from_table(table)
     groups = view.rating_order()
     # the run's players by training step, then the scripted levels best Elo first
     assert [[p.name for p in group] for group in groups] == [
@@ -181,15 +183,17 @@ def test_a_player_without_games_has_no_interval():
     table = synthetic_table()
     data = table.to_dict()
     data["players"].append({**data["players"][0], "player": "idle", "elo_ci95": None, "step": None})
-    figure = draw_ratings(LeagueView.from_dict(data))
+    figure = draw_ratings(TournamentView.from_dict(data))
     assert len(intervals_drawn(figure.axes[0])) == len(table.rows)  # idle: a hollow marker only
-    with pytest.raises(GhostError, match="not a league result"):
-        LeagueView.from_dict({"players": []})
+    with pytest.raises(GhostError, match="not a tournament result"):
+        TournamentView.from_dict({"players": []})
 
 
 def test_the_pictures_are_pngs_and_read_from_the_json_form(tmp_path):
     table = synthetic_table()
-    written = write_league_pictures_into(json.loads(json.dumps(table.to_dict())), tmp_path / "p")
+    written = write_tournament_pictures_into(
+        json.loads(json.dumps(table.to_dict())), tmp_path / "p"
+    )
     assert [path.name for path in written] == [pictures.PAYOFFS_FILE, pictures.RATINGS_FILE]
     for path in written:
         width, height = assert_png(path)
@@ -218,12 +222,12 @@ def test_cli_league_draws_both_pictures_and_keeps_the_result(
     argv = ["league", str(tennis_run), "--games-per-pair", "4", "--quiet", "--plots", str(plots)]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "tennis league of" in out and "score of the row player" in out  # the tables
+    assert "tennis tournament of" in out and "score of the row player" in out  # the tables
     assert f"pictures: {plots / pictures.PAYOFFS_FILE}" in out
     for name in (pictures.PAYOFFS_FILE, pictures.RATINGS_FILE):
         assert_png(plots / name)
-    kept = json.loads(league_result_path(tennis_run).read_text())
-    view = LeagueView.from_dict(kept)
+    kept = json.loads(tournament_result_path(tennis_run).read_text())
+    view = TournamentView.from_dict(kept)
     assert len(view.players) == 5  # two snapshots, the final policy, two fixed opponents
     # the matrix shown is the one the league computed, from the kept result as from a fresh one
     shown = draw_payoffs(view).axes[0].images[0].get_array()
@@ -239,8 +243,8 @@ def test_cli_league_draws_both_pictures_and_keeps_the_result(
     assert main(["report", str(tennis_run), str(tmp_path / "run.png"), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["league_pictures"] == [
-        str(tmp_path / "run-league-payoffs.png"),
-        str(tmp_path / "run-league-ratings.png"),
+        str(tmp_path / "run-tournament-payoffs.png"),
+        str(tmp_path / "run-tournament-ratings.png"),
     ]
     for path in [data["report"], *data["league_pictures"]]:
         assert_png(Path(path))
@@ -263,12 +267,12 @@ def test_without_matplotlib_the_league_says_how_and_still_prints_tables(
         monkeypatch.setitem(sys.modules, module, None)  # import fails as if not installed
     assert ".[plots]" in missing_matplotlib()
     with pytest.raises(GhostError, match=r"needs matplotlib: pip install matplotlib"):
-        write_league_pictures_into(synthetic_table().to_dict(), tmp_path / "p")
+        write_tournament_pictures_into(synthetic_table().to_dict(), tmp_path / "p")
     plots = tmp_path / "plots"
     argv = ["league", str(tennis_run), "--games-per-pair", "2", "--quiet", "--plots", str(plots)]
     assert main(argv) == 0
     out, err = capsys.readouterr()
-    assert "tennis league of" in out and "pictures:" not in out
+    assert "tennis tournament of" in out and "pictures:" not in out
     notes = [line for line in err.splitlines() if "matplotlib" in line]
     assert len(notes) == 1 and 'pip install ".[plots]"' in notes[0]
     assert not plots.exists()
@@ -276,12 +280,12 @@ def test_without_matplotlib_the_league_says_how_and_still_prints_tables(
 
 def test_an_unreadable_kept_league_is_one_line(tmp_path, capsys):
     write_fake_run(tmp_path / "run")
-    path = league_result_path(tmp_path / "run")
+    path = tournament_result_path(tmp_path / "run")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("{not json")
     assert main(["report", str(tmp_path / "run"), str(tmp_path / "run.png")]) == 2
     err = capsys.readouterr().err
-    assert "is not a league result" in err and "Traceback" not in err
+    assert "is not a tournament result" in err and "Traceback" not in err
 
 
 def test_a_plots_folder_that_cannot_be_made_is_said_before_the_games(
@@ -295,3 +299,11 @@ def test_a_plots_folder_that_cannot_be_made_is_said_before_the_games(
     out, err = capsys.readouterr()
     assert "--plots" in err and "cannot make that folder" in err and "Traceback" not in err
     assert out == ""  # no games were played
+
+
+def test_a_run_with_only_the_former_league_file_is_still_read(tmp_path):
+    write_fake_run(tmp_path / "run")
+    legacy = tournament_result_path(tmp_path / "run").with_name("league.json")
+    legacy.parent.mkdir(parents=True, exist_ok=True)
+    legacy.write_text(json.dumps(synthetic_table().to_dict()))
+    assert read_tournament_result(tmp_path / "run") == json.loads(legacy.read_text())

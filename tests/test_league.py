@@ -14,9 +14,9 @@ import yaml
 from envs.games import make_game
 from ghost.core.ratings import elo_expected
 from ghost.evaluation.cli import main
-from ghost.evaluation.league import league_pairs, play_league
-from ghost.evaluation.league_players import FINAL, FIXED, SCRIPTED, SNAPSHOT, league_players
-from ghost.evaluation.league_ratings import (
+from ghost.evaluation.tournament import play_tournament, tournament_pairs
+from ghost.evaluation.tournament_players import FINAL, FIXED, SCRIPTED, SNAPSHOT, tournament_players
+from ghost.evaluation.tournament_ratings import (
     ELO_MEAN,
     PairResult,
     fit_bradley_terry,
@@ -150,7 +150,7 @@ def tennis_run(tmp_path) -> Path:
 
 
 def test_the_players_of_a_run(tennis_run, caplog):
-    players, symmetric = league_players(
+    players, symmetric = tournament_players(
         tennis_run, game="tennis", include_levels=("strong", "medium", "strong")
     )
     assert symmetric
@@ -163,14 +163,14 @@ def test_the_players_of_a_run(tennis_run, caplog):
         ("strong", SCRIPTED),  # medium is already the fixed opponent medium-bot
     ]
     assert "'gone'" in caplog.text and "does not exist" in caplog.text
-    assert len(league_pairs(players, symmetric=True)) == 15
+    assert len(tournament_pairs(players, symmetric=True)) == 15
     with pytest.raises(ConfigError, match="'expert' not a scripted level of tennis"):
-        league_players(tennis_run, game="tennis", include_levels=("expert",))
+        tournament_players(tennis_run, game="tennis", include_levels=("expert",))
 
 
 def test_a_tennis_league_ranks_strong_above_medium_above_random(tennis_run):
     done = []
-    table = play_league(
+    table = play_tournament(
         tennis_run,
         games_per_pair=40,
         include_levels=("strong", "random"),
@@ -188,7 +188,7 @@ def test_a_tennis_league_ranks_strong_above_medium_above_random(tennis_run):
     matrix = table.score_matrix()
     assert np.all(np.isnan(np.diag(matrix)))
     np.testing.assert_allclose((matrix + matrix.T)[~np.eye(len(names), dtype=bool)], 1.0)
-    again = play_league(tennis_run, games_per_pair=40, include_levels=("strong", "random"))
+    again = play_tournament(tennis_run, games_per_pair=40, include_levels=("strong", "random"))
     assert again.results == table.results  # seeded
 
 
@@ -201,7 +201,7 @@ def test_an_asymmetric_league_pairs_the_two_sides(tmp_path):
             f"{behavior}?team={team}",
         )
     (run / "configuration.yaml").write_text("env_settings: {env_path: strikers_vs_goalie}\n")
-    table = play_league(run, games_per_pair=20, include_levels=("strong",))
+    table = play_tournament(run, games_per_pair=20, include_levels=("strong",))
     assert not table.symmetric
     assert {row.player.name for row in table.rows} == {
         "Striker/snapshot-0",
@@ -219,10 +219,10 @@ def test_cli_league_prints_the_table_the_matrix_and_progress(tennis_run, capsys)
     argv = [str(tennis_run), "--league", "--games-per-pair", "10", "--include-levels", "strong"]
     assert main(argv) == 0
     out, err = capsys.readouterr()
-    assert "tennis league of" in out and "6 players, 15 pairs x 10 games" in out
+    assert "tennis tournament of" in out and "6 players, 15 pairs x 10 games" in out
     assert "Bradley-Terry" in out and "ordinal = mu - 3 sigma" in out
     assert "score of the row player against the column player" in out
-    assert "league: 15/15 pairs" in err
+    assert "tournament: 15/15 pairs" in err
     assert main([*argv, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)["league"]
     assert data["game"] == "tennis" and len(data["players"]) == 6 and len(data["results"]) == 15
@@ -284,7 +284,7 @@ def test_a_trained_run_has_snapshot_steps_and_its_fixed_opponent(tmp_path, capsy
     (tmp_path / "rps.yaml").write_text(TINY_RPS)
     argv = [str(tmp_path / "rps.yaml"), "--run-id", "rps", "--results-dir", str(tmp_path)]
     assert learn_cli.main(argv) == 0
-    table = play_league(tmp_path / "rps", games_per_pair=20, include_levels=("paper",))
+    table = play_tournament(tmp_path / "rps", games_per_pair=20, include_levels=("paper",))
     rows = {row.player.name: row for row in table.rows}
     assert {"snapshot-0", "final", "rocky", "paper"} <= set(rows)
     assert rows["snapshot-0"].player.step == 0 and rows["final"].player.step >= 2000

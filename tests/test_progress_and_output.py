@@ -28,10 +28,10 @@ from ghost.config.loader import options_from_dict
 from ghost.core.win_rates import WinRates, natural_key
 from ghost.evaluation import cli_commands
 from ghost.evaluation.cli import main as ghost_eval
-from ghost.evaluation.league import build_table
-from ghost.evaluation.league_players import LeaguePlayer
-from ghost.evaluation.league_ratings import PairResult
 from ghost.evaluation.progress import ProgressLine, format_duration
+from ghost.evaluation.tournament import build_table
+from ghost.evaluation.tournament_players import TournamentPlayer
+from ghost.evaluation.tournament_ratings import PairResult
 from trainers.policy import TorchPolicy
 from trainers.settings import NetworkSettings
 from trainers.stats import SummaryConsole
@@ -141,11 +141,11 @@ def test_league_and_snapshots_show_progress_off_a_terminal_and_quiet_silences_it
     league = ["league", str(untrained_run), "--games-per-pair", "2", "--include-levels", "weak"]
     assert ghost_eval(league) == 0
     err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.startswith("league: ")]
+    lines = [line for line in err.splitlines() if line.startswith("tournament: ")]
     assert [line.split()[1] for line in lines] == [f"{d}/6" for d in range(1, 7)]
-    assert lines[-1].startswith("league: 6/6 pairs (100%), in ") and "pairs/s, ETA" in lines[0]
+    assert lines[-1].startswith("tournament: 6/6 pairs (100%), in ") and "pairs/s, ETA" in lines[0]
     assert ghost_eval([*league, "--quiet"]) == 0
-    assert "league:" not in capsys.readouterr().err
+    assert "tournament:" not in capsys.readouterr().err
 
     snapshots = ["snapshots", str(untrained_run), "--against", "weak", "--episodes", "2"]
     assert ghost_eval(snapshots) == 0
@@ -183,7 +183,7 @@ def test_a_long_match_shows_its_episodes(untrained_run, capsys, monkeypatch):
 
 def test_the_old_flag_form_takes_quiet_too(untrained_run, capsys):
     assert ghost_eval([str(untrained_run), "--league", "--games-per-pair", "1", "--quiet"]) == 0
-    assert "league:" not in capsys.readouterr().err
+    assert "tournament:" not in capsys.readouterr().err
 
 
 def test_an_exploiter_shows_its_training_steps(tmp_path, capsys):
@@ -378,7 +378,7 @@ def test_payoff_columns_and_league_ties_in_natural_order():
     assert header == "learner version,latest,snapshot-1,snapshot-2,snapshot-10"
     assert sorted(["a-10", "a-9", "b-1"], key=natural_key) == ["a-9", "a-10", "b-1"]
     names = ("snapshot-10", "snapshot-2", "snapshot-1")
-    players = [LeaguePlayer(name=name, kind="snapshot", behavior="Tennis") for name in names]
+    players = [TournamentPlayer(name=name, kind="snapshot", behavior="Tennis") for name in names]
     draws = [PairResult(a, b, 0, 2, 0, 0) for a, b in itertools.combinations(names, 2)]
     table = build_table(
         players, draws, game="tennis", run_dir="r", symmetric=True, games_per_pair=2

@@ -255,12 +255,12 @@ def test_each_game_runner_hands_back_only_its_own_results():
 
 
 def test_league_pairs_played_as_ray_tasks_give_the_same_table(tennis_runs):
-    from ghost.evaluation.league import play_league
+    from ghost.evaluation.tournament import play_tournament
     from ghost.play.game_runner import RayGames
 
     run = tennis_runs["local"][0]
-    inline = play_league(run, games_per_pair=6, include_levels=["weak"], seed=2)
-    remote = play_league(run, games_per_pair=6, include_levels=["weak"], seed=2,
+    inline = play_tournament(run, games_per_pair=6, include_levels=["weak"], seed=2)
+    remote = play_tournament(run, games_per_pair=6, include_levels=["weak"], seed=2,
                          games=RayGames())  # fmt: skip
     assert len(inline.results) >= 3
     assert [r.to_dict() for r in remote.results] == [r.to_dict() for r in inline.results]

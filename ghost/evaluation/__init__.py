@@ -1,4 +1,4 @@
-"""Evaluation, leagues, replays and reports of trained policies (``ghost-eval``)."""
+"""Evaluation, tournaments, replays and reports of trained policies (``ghost-eval``)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 a policy is, record a replay, plot a run.
 
 One command per task, each with its own parser and handler: ``match`` and ``snapshots``
-(``cli_commands``), ``league`` and ``report`` (the same module), ``exploitability`` and
+(``cli_commands``), ``tournament`` (also called by its former name, ``league``) and
+``report`` (the same module), ``exploitability`` and
 ``exploit`` (``cli_robustness``). The old flag form (``ghost-eval RUN --league``) still works
 through ``cli_legacy``, with a note naming the new form. A user mistake ends as one line on
 stderr and exit code 2 (``ghost.command_line``).
@@ -19,25 +20,34 @@ from pathlib import Path
 from envs.exceptions import did_you_mean
 from ghost.command_line import VersionAction, run_command, setup_logging
 from ghost.evaluation import cli_legacy
-from ghost.evaluation.cli_commands import add_league, add_match, add_report, add_snapshots
+from ghost.evaluation.cli_commands import (
+    TOURNAMENT_ALIAS,
+    add_match,
+    add_report,
+    add_snapshots,
+    add_tournament,
+)
 from ghost.evaluation.cli_common import PROG, Output
 from ghost.evaluation.cli_robustness import add_exploit, add_exploitability
 
 COMMANDS = {
     "match": add_match,
     "snapshots": add_snapshots,
-    "league": add_league,
+    "tournament": add_tournament,
     "exploitability": add_exploitability,
     "exploit": add_exploit,
     "report": add_report,
 }
+
+#: every word that starts a command: the commands and the former name of ``tournament``
+NAMES = (*COMMANDS, TOURNAMENT_ALIAS)
 
 _EPILOG = f"""\
 examples:
   ghost-eval match results/tennis --against strong          final policy vs a scripted level
   ghost-eval match results/tennis --against snapshots       final policy vs each of its snapshots
   ghost-eval snapshots results/tennis --against medium      the run's progress vs a level
-  ghost-eval league results/tennis --include-levels medium,strong   rate the run's players
+  ghost-eval tournament results/tennis --include-levels medium,strong   rate the run's players
   ghost-eval exploitability results/leduc                   exact, final policy and snapshots
   ghost-eval exploit results/c4 --steps 200000              train a best response, score it
   ghost-eval report results/tennis tennis.png               Elo and reward curves of the run
@@ -61,8 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for add_command in COMMANDS.values():
         add_command(commands)
-    for command in commands.choices.values():
-        add_quiet_option(command)
+    for command in {id(parser): parser for parser in commands.choices.values()}.values():
+        add_quiet_option(command)  # once per parser: an alias names the same one
     return parser
 
 
@@ -82,7 +92,7 @@ def _legacy_parser() -> argparse.ArgumentParser:
 def _misspelt_command(argv: Sequence[str]) -> str | None:
     """The one-line complaint for a first word that is close to a command but neither a command
     nor an existing run folder (``ghost-eval matc RUN``), or None."""
-    if not argv or argv[0].startswith("-") or argv[0] in COMMANDS or Path(argv[0]).exists():
+    if not argv or argv[0].startswith("-") or argv[0] in NAMES or Path(argv[0]).exists():
         return None
     hint = did_you_mean(argv[0], COMMANDS)
     if not hint:
@@ -93,7 +103,7 @@ def _misspelt_command(argv: Sequence[str]) -> str | None:
 def is_flag_form(argv: Sequence[str]) -> bool:
     """Whether ``argv`` is the old flag form: it does not start with a command (or ``--help``,
     ``--version``)."""
-    return bool(argv) and argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")
+    return bool(argv) and argv[0] not in NAMES and argv[0] not in ("-h", "--help", "--version")
 
 
 def run(steps: Sequence[argparse.Namespace]) -> int:
@@ -112,7 +122,7 @@ def run(steps: Sequence[argparse.Namespace]) -> int:
 def _unknown_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
     """Refuse an option the command does not have before argparse checks the required ones:
     ``match RUN --againts strong`` is a misspelt flag, not a missing ``--against``."""
-    if not argv or argv[0] not in COMMANDS:
+    if not argv or argv[0] not in NAMES:
         return
     command = next(
         action.choices[argv[0]]

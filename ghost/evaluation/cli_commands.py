@@ -1,4 +1,4 @@
-"""``ghost-eval match``, ``snapshots``, ``league`` and ``report``: each command's parser and handler.
+"""``ghost-eval match``, ``snapshots``, ``tournament`` and ``report``: each command's parser and handler.
 
 A handler takes the parsed arguments and the call's ``Output``, and adds what it found.
 """
@@ -19,11 +19,11 @@ from ghost.evaluation.cli_common import (
     Output,
     add_against_option,
     add_game_options,
-    add_league_options,
     add_output_options,
     add_play_options,
     add_ray_option,
     add_record_options,
+    add_tournament_options,
     need_run,
     new_command,
     play_options,
@@ -76,7 +76,7 @@ def match(args: argparse.Namespace, out: Output) -> None:
     if args.ray_address and args.against != SNAPSHOTS:
         raise ConfigError(
             "--ray-address plays many evaluations at once: it goes with --against snapshots, "
-            "ghost-eval snapshots or ghost-eval league"
+            "ghost-eval snapshots or ghost-eval tournament"
         )
     if _seated(args, run_root):
         assert run_root is not None
@@ -291,11 +291,17 @@ def snapshots(args: argparse.Namespace, out: Output) -> None:
         _record(args, game, policy, against, out)
 
 
-# -- league --------------------------------------------------------------------------------------
-def add_league(commands: Any) -> None:
+# -- tournament ----------------------------------------------------------------------------------
+#: the tournament's former name, still a command: users' scripts call ``ghost-eval league``
+TOURNAMENT_ALIAS = "league"
+
+
+def add_tournament(commands: Any) -> None:
+    """Add ``ghost-eval tournament`` (alias ``league``) to ``commands``."""
     parser = new_command(
         commands,
-        "league",
+        "tournament",
+        aliases=[TOURNAMENT_ALIAS],
         summary="a round robin of a run's players: Elo and OpenSkill ratings",
         description="Play a round robin between RUN's snapshots, its final policy, the fixed "
         "opponents of its self_play section and any --include-levels; print Elo (a "
@@ -303,21 +309,21 @@ def add_league(commands: Any) -> None:
         "stderr. "
         "RUN may also be a run of mlagents-learn with our plugin, of Stable-Baselines3 "
         "(model.zip with model.self_play/) or an RLlib checkpoint; the last two record no "
-        "game: pass --game.",
+        "game: pass --game. 'ghost-eval league' is the same command under its former name.",
         examples="""\
-  ghost-eval league results/tennis --include-levels medium,strong   ratings table + matrix
-  ghost-eval league results/tennis --games-per-pair 100 --json      more games, JSON
-  ghost-eval league results/tennis --ray-address auto               the pairs on a Ray cluster
-  ghost-eval league results/tennis --plots league/     payoff heatmap + ratings with intervals
-  ghost-eval league results/pong results/pong2    two runs on a Unity build or module:callable
-  ghost-eval league rllib-checkpoint --game tennis   an RLlib checkpoint's snapshots""",
+  ghost-eval tournament results/tennis --include-levels medium,strong   ratings + matrix
+  ghost-eval tournament results/tennis --games-per-pair 100 --json      more games, JSON
+  ghost-eval tournament results/tennis --ray-address auto        the pairs on a Ray cluster
+  ghost-eval tournament results/tennis --plots plots/   payoff heatmap + ratings with intervals
+  ghost-eval tournament results/pong results/pong2   two runs on a Unity build or module:callable
+  ghost-eval tournament rllib-checkpoint --game tennis   an RLlib checkpoint's snapshots""",
     )
     parser.add_argument("policy", metavar="RUN", help="run folder")
     parser.add_argument(
         "others", metavar="RUN", nargs="*",
-        help="more run folders in the league (Unity builds and module:callable environments)",
+        help="more run folders in the tournament (Unity builds and module:callable environments)",
     )  # fmt: skip
-    add_league_options(parser)
+    add_tournament_options(parser)
     add_game_options(parser, side=False)
     add_play_options(parser, episodes=None)
     add_ray_option(parser, what="the pairs")
@@ -328,15 +334,26 @@ def add_league(commands: Any) -> None:
         f"intervals ({RATINGS_FILE}) into this folder; needs matplotlib",
     )
     add_output_options(parser)
-    parser.set_defaults(handler=league, label="ghost-eval league")
+    parser.set_defaults(handler=tournament, label="ghost-eval tournament")
 
 
-def league(args: argparse.Namespace, out: Output) -> None:
-    """``ghost-eval league``: a round robin of RUN's players, rated; kept in RUN's run_logs and,
-    with --plots, drawn."""
+def _json_word(args: argparse.Namespace) -> str:
+    """The key of the tournament in ``--json`` output: ``tournament``, or ``league`` when called
+    by its former name (``ghost-eval league``, the flag form's ``--league``), as scripts read it."""
+    return "tournament" if getattr(args, "command", None) == "tournament" else TOURNAMENT_ALIAS
+
+
+def tournament(args: argparse.Namespace, out: Output) -> None:
+    """``ghost-eval tournament``: a round robin of RUN's players, rated; kept in RUN's run_logs
+    and, with --plots, drawn.
+
+    Args:
+        args: the parsed command line.
+        out: what the call prints; gets the table and, in JSON, the tournament's plain form.
+    """
     from ghost.evaluation import cli_env
-    from ghost.evaluation.league import format_league, play_league
     from ghost.evaluation.pictures import missing_matplotlib
+    from ghost.evaluation.tournament import format_tournament, play_tournament
 
     _, run_root = resolve_policy(args.policy)
     plots = getattr(args, "plots", None)  # the flag form has no --plots
@@ -345,12 +362,13 @@ def league(args: argparse.Namespace, out: Output) -> None:
         print(f"{PROG}: note: {missing}; the tables follow", file=sys.stderr)
     elif plots is not None:
         _make_plots_folder(Path(plots))
-    with progress_line(args, "league", unit="pairs") as line:
+    word = _json_word(args)
+    with progress_line(args, "tournament", unit="pairs") as line:
         if cli_env.plays_env(args, run_root):  # a Unity build or module:callable run
-            cli_env.league(args, run_root, out, progress=_pair_progress(line))
+            table = cli_env.tournament(args, run_root, progress=_pair_progress(line))
         else:
-            _note_league_finals(out, need_run(args, run_root), args.game)
-            table = play_league(
+            _note_tournament_finals(out, need_run(args, run_root), args.game)
+            table = play_tournament(
                 need_run(args, run_root),
                 games_per_pair=40 if args.games_per_pair is None else args.games_per_pair,
                 include_levels=[lv.strip() for lv in args.include_levels.split(",") if lv.strip()],
@@ -361,18 +379,18 @@ def league(args: argparse.Namespace, out: Output) -> None:
                 progress=_pair_progress(line),
                 games=ray_games(args.ray_address),
             )
-            out.data["league"] = table.to_dict()
-            out.text.append(format_league(table))
-    _keep_and_draw_league(out, run_root, plots=None if missing else plots)
+    out.data[word] = table.to_dict()
+    out.text.append(format_tournament(table))
+    _keep_and_draw_tournament(out, run_root, word=word, plots=None if missing else plots)
 
 
-def _note_league_finals(out: Output, run_root: Path, game: str | None) -> None:
+def _note_tournament_finals(out: Output, run_root: Path, game: str | None) -> None:
     """The final-policy notes of the run (``_note_finals``), when its game is known."""
     from ghost.play import matches
     from ghost.play.run_record import RunRecord
 
     game = game or RunRecord(run_root).builtin_game
-    if game in matches.BUILTIN_GAMES:  # else play_league says what is wrong
+    if game in matches.BUILTIN_GAMES:  # else play_tournament says what is wrong
         _note_finals(out, [run_root], game)
 
 
@@ -387,19 +405,22 @@ def _make_plots_folder(folder: Path) -> None:
         ) from error
 
 
-def _keep_and_draw_league(out: Output, run_root: Path | None, *, plots: str | None) -> None:
-    """Keep the league in RUN's run_logs (for ``ghost-eval report``); draw it into ``plots``."""
+def _keep_and_draw_tournament(
+    out: Output, run_root: Path | None, *, word: str, plots: str | None
+) -> None:
+    """Keep the tournament (``out.data[word]``) in RUN's run_logs (for ``ghost-eval report``);
+    draw it into ``plots``."""
     from ghost.evaluation import report as run_report
-    from ghost.evaluation.pictures import write_league_pictures_into
+    from ghost.evaluation.pictures import write_tournament_pictures_into
 
     lines = []
     if run_root is not None:
-        kept = run_report.save_league_result(run_root, out.data["league"])
+        kept = run_report.save_tournament_result(run_root, out.data[word])
         if kept is not None:
-            out.data["league_file"] = str(kept)
-            lines.append(f"league kept in {kept} (ghost-eval report RUN draws it)")
+            out.data[f"{word}_file"] = str(kept)
+            lines.append(f"tournament kept in {kept} (ghost-eval report RUN draws it)")
     if plots is not None:
-        pictures = write_league_pictures_into(out.data["league"], plots)
+        pictures = write_tournament_pictures_into(out.data[word], plots)
         out.data["pictures"] = [str(path) for path in pictures]
         lines.append(f"pictures: {', '.join(map(str, pictures))}")
     if lines:
@@ -407,7 +428,7 @@ def _keep_and_draw_league(out: Output, run_root: Path | None, *, plots: str | No
 
 
 def _pair_progress(line: ProgressLine) -> Callable[[int, int, Any], None]:
-    """A league's ``progress`` callback: ``line``, naming the pair that just finished."""
+    """A tournament's ``progress`` callback: ``line``, naming the pair that just finished."""
 
     def progress(done: int, total: int, result: Any) -> None:
         line.update(done, total, f"{result.player} vs {result.opponent}")
@@ -422,8 +443,9 @@ def add_report(commands: Any) -> None:
         "report",
         summary="draw a run's Elo and reward curves into a PNG (needs matplotlib)",
         description="Draw RUN's Elo and cumulative reward curves, read from its TensorBoard "
-        "logs, into OUT.png; when RUN has played a league (ghost-eval league RUN), also its "
-        "payoff heatmap and ratings into OUT-league-payoffs.png and OUT-league-ratings.png. "
+        "logs, into OUT.png; when RUN has played a tournament (ghost-eval tournament RUN), "
+        "also its payoff heatmap and ratings into OUT-tournament-payoffs.png and "
+        "OUT-tournament-ratings.png. "
         "RUN may be a run of any host (mlagents-learn, Stable-Baselines3: its tensorboard_log, "
         "RLlib: no logs in a checkpoint, so the snapshots' ratings); a line says what is not "
         f"drawn. Needs matplotlib: {PLOTS_HINT}.",
@@ -452,7 +474,7 @@ def report(args: argparse.Namespace, out: Output) -> None:
     image = output_file(args.image, f"{name}-report.png")
     path = run_report.write_report(run, image)
     _note(out, run_report.report_notes(run))
-    pictures = run_report.write_league_report(run, path)
+    pictures = run_report.write_tournament_report(run, path)
     out.data["report"] = str(path)
     out.data["league_pictures"] = [str(picture) for picture in pictures]
-    out.text.append("\n".join([f"report: {path}", *(f"league: {p}" for p in pictures)]))
+    out.text.append("\n".join([f"report: {path}", *(f"tournament: {p}" for p in pictures)]))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,12 +52,30 @@ class Output:
 
 # -- options -------------------------------------------------------------------------------------
 def new_command(
-    commands: Any, name: str, *, summary: str, description: str, examples: str
+    commands: Any,
+    name: str,
+    *,
+    summary: str,
+    description: str,
+    examples: str,
+    aliases: Sequence[str] = (),
 ) -> argparse.ArgumentParser:
-    """A subcommand's parser: one-line ``summary`` in ``ghost-eval --help``, ``examples`` below
-    its own ``--help``."""
+    """A subcommand's parser.
+
+    Args:
+        commands: the subparsers of ``ghost-eval``.
+        name: the command's name.
+        summary: its line in ``ghost-eval --help``.
+        description: what its own ``--help`` says first.
+        examples: what its own ``--help`` shows below the options.
+        aliases: other names of the command (a former name that scripts still call).
+
+    Returns:
+        The command's parser.
+    """
     parser = commands.add_parser(
         name,
+        aliases=list(aliases),
         help=summary,
         description=textwrap.fill(description, 79),
         epilog="examples:\n" + examples + "\n\n" + PLAYERS,
@@ -174,7 +193,7 @@ def add_ray_option(parser: argparse.ArgumentParser, *, what: str) -> None:
     )
 
 
-def add_league_options(parser: argparse.ArgumentParser) -> None:
+def add_tournament_options(parser: argparse.ArgumentParser) -> None:
     """``--games-per-pair`` and ``--include-levels``."""
     parser.add_argument(
         "--games-per-pair",

@@ -1,12 +1,12 @@
-"""``ghost-eval match``, ``snapshots`` and ``league`` for runs on a Unity build or a
+"""``ghost-eval match``, ``snapshots`` and ``tournament`` for runs on a Unity build or a
 ``module:callable`` environment.
 
 The commands' handlers (``ghost.evaluation.cli_commands``) ask ``plays_env`` first; when it says
-yes they hand over to ``match``, ``snapshots`` or ``league`` here. These open the environment the
+yes they hand over to ``match``, ``snapshots`` or ``tournament`` here. These open the environment the
 run trained on once (``ghost.play.run_environment``: its recorded ``env_settings``, ``--env``,
 ``--base-port`` and ``--no-graphics`` replacing what changed) and play every game of the command
 in it (``ghost.play.base_env_matches``). There are no scripted levels and no arenas to choose
-outside built-in games: ``--against`` and the league's players are policy files and run folders,
+outside built-in games: ``--against`` and the tournament's players are policy files and run folders,
 and the environment plays the areas the run recorded.
 """
 
@@ -62,7 +62,7 @@ def plays_env(args: argparse.Namespace, run_root: Path | None) -> bool:
         raise ConfigError(f"{' and '.join(given)}: for runs on a Unity build, not {args.policy}")
     if _other_runs(args):
         raise ConfigError(
-            "a league of several runs is played in a Unity build or module:callable "
+            "a tournament of several runs is played in a Unity build or module:callable "
             "environment; for a built-in, OpenSpiel or PettingZoo game pass one RUN (other "
             "runs' policies can join as its self_play.fixed_opponents)"
         )
@@ -208,22 +208,21 @@ def _add_snapshots(
         ]  # fmt: skip
 
 
-def league(
+def tournament(
     args: argparse.Namespace,
     run_root: Path | None,
-    out: Output,
     *,
     progress: Callable[..., None] | None = None,
-) -> None:
-    """``ghost-eval league``: a round robin of the players of RUN and any other RUNs, rated."""
-    from ghost.evaluation.env_evaluation import play_env_league
-    from ghost.evaluation.league import format_league
+) -> Any:
+    """``ghost-eval tournament``: a round robin of the players of RUN and any other RUNs, rated."""
+    from ghost.evaluation.env_evaluation import play_env_tournament
 
     _check_common(args)
     if args.include_levels.strip():
         raise ConfigError(
             f"--include-levels: scripted levels exist only for built-in games; in "
-            f"{_env_label(args, run_root)} add other runs instead (ghost-eval league RUN OTHER_RUN)"
+            f"{_env_label(args, run_root)} add other runs instead (ghost-eval tournament RUN "
+            "OTHER_RUN)"
         )
     runs = [need_run(args, run_root)]
     for other in _other_runs(args):
@@ -233,22 +232,20 @@ def league(
         runs.append(other_root)
     _warn_other_environments(runs)
     with _open(args, runs[0]) as games:
-        table = play_env_league(
+        return play_env_tournament(
             games, runs, games_per_pair=40 if args.games_per_pair is None else args.games_per_pair,
             seed=args.seed, deterministic=args.deterministic, progress=progress,
         )  # fmt: skip
-    out.data["league"] = table.to_dict()
-    out.text.append(format_league(table))
 
 
 def _warn_other_environments(runs: list[Path]) -> None:
-    """A warning for each run that trained elsewhere than the first (the league plays there)."""
+    """A warning for each run that trained elsewhere than the first (the tournament plays there)."""
     first = RunRecord(runs[0]).env_path
     for run in runs[1:]:
         env_path = RunRecord(run).env_path
         if env_path != first:
             logger.warning(
-                "the league plays in %s (the first run's environment); %s trained on %s",
+                "the tournament plays in %s (the first run's environment); %s trained on %s",
                 first,
                 run,
                 env_path,

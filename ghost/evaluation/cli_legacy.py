@@ -14,11 +14,11 @@ from ghost.evaluation.cli_common import (
     PROG,
     SNAPSHOTS,
     add_game_options,
-    add_league_options,
     add_output_options,
     add_play_options,
     add_ray_option,
     add_record_options,
+    add_tournament_options,
 )
 from ghost.exceptions import ConfigError
 
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description=f"The old flag form of {PROG}, kept for scripts; see '{PROG} --help' for "
-        f"the commands that replace it ({PROG} match, snapshots, league, report, ...).",
+        f"the commands that replace it ({PROG} match, snapshots, tournament, report, ...).",
         allow_abbrev=False,
     )
     parser.add_argument("policy", metavar="POLICY", help="policy file or run folder")
@@ -36,12 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_game_options(parser)
     add_play_options(parser)
     add_record_options(parser)
-    add_league_options(parser)
+    add_tournament_options(parser)
     add_ray_option(parser, what="the pairs or snapshots")
     add_output_options(parser)
     parser.add_argument("--each-snapshot", action="store_true", help="now: snapshots")
     parser.add_argument("--report", metavar="OUT.png", help="now: report RUN OUT.png")
-    parser.add_argument("--league", action="store_true", help="now: league")
+    parser.add_argument("--league", action="store_true", help="now: tournament")
     parser.add_argument("--exploitability", action="store_true", help="now: exploitability")
     parser.add_argument("--exploiter", type=int, metavar="STEPS", help="now: exploit --steps")
     return parser
@@ -71,14 +71,15 @@ def _report(args: argparse.Namespace) -> list[argparse.Namespace]:
 
 
 def _modes(args: argparse.Namespace) -> list[argparse.Namespace]:
-    """What comes after --report: a league, a robustness check, or an evaluation."""
+    """What comes after --report: a tournament, a robustness check, or an evaluation."""
     if args.league:
         if args.against or args.each_snapshot or args.record or args.side:
             raise ConfigError(
                 "--league plays the run's own players against each other; leave out --against, "
                 "--each-snapshot, --record and --side (add scripted levels with --include-levels)"
             )
-        return [_step(args, cli_commands.league, "--league", f"league {args.policy} ...")]
+        form = f"tournament {args.policy} ..."
+        return [_step(args, cli_commands.tournament, "--league", form)]
     if args.ray_address and not (args.each_snapshot or args.against == SNAPSHOTS):
         raise ConfigError(
             "--ray-address plays many evaluations at once: it goes with --league, "

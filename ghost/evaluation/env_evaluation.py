@@ -1,13 +1,13 @@
-"""Snapshots and leagues of runs on a Unity build or a ``module:callable`` environment.
+"""Snapshots and tournaments of runs on a Unity build or a ``module:callable`` environment.
 
-The counterparts of ``ghost.evaluation.snapshots`` and ``ghost.evaluation.league`` for runs whose
+The counterparts of ``ghost.evaluation.snapshots`` and ``ghost.evaluation.tournament`` for runs whose
 environment is a general ``BaseEnv``: every game is ``ghost.play.base_env_matches.EnvGames.
 head_to_head`` on one open environment (one Unity build started for the whole evaluation), and
-the results are the same types (``RunEvaluation`` rows, a ``LeagueTable``), printed the same way.
+the results are the same types (``RunEvaluation`` rows, a ``TournamentTable``), printed the same way.
 
 - ``evaluate_snapshots``: each snapshot of a run against one player (the run's progress), or one
   player against each snapshot (a policy against its past);
-- ``play_env_league``: a round robin of the snapshots, final policies and fixed opponents of one
+- ``play_env_tournament``: a round robin of the snapshots, final policies and fixed opponents of one
   or more runs, rated with Elo and OpenSkill. With one behavior name (``Pong?team=0`` and
   ``Pong?team=1``) every pair meets and sides swap halfway; with several (``Striker`` against
   ``Goalie``) a player keeps its behavior's side and meets the other side's players.
@@ -22,10 +22,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ghost.evaluation.league import LeagueTable, build_table, league_pairs
-from ghost.evaluation.league_players import env_league_players
-from ghost.evaluation.league_ratings import PairResult
 from ghost.evaluation.run_evaluation import RunEvaluation, SnapshotEvaluation
+from ghost.evaluation.tournament import TournamentTable, build_table, tournament_pairs
+from ghost.evaluation.tournament_players import env_tournament_players
+from ghost.evaluation.tournament_ratings import PairResult
 from ghost.exceptions import ConfigError, RunDirectoryError
 from ghost.play.base_env_matches import EnvGames, EnvPlayer, teams_for_side
 from ghost.play.run_record import RunRecord
@@ -110,14 +110,14 @@ def _run_evaluation(
     return RunEvaluation(run=run_dir, policy=policy, opponent=opponent, snapshots=tuple(rows))
 
 
-# -- league --------------------------------------------------------------------------------------
+# -- tournament --------------------------------------------------------------------------------------
 def _pair_seed(seed: int, pair: int) -> int:
     if seed < 0:
         return -1
     return int(np.random.SeedSequence([seed, pair]).generate_state(1)[0])
 
 
-def play_env_league(
+def play_env_tournament(
     games: EnvGames,
     run_dirs: Sequence[str | Path],
     *,
@@ -126,7 +126,7 @@ def play_env_league(
     deterministic: bool = False,
     prior_draws: float = 1.0,
     progress: Callable[[int, int, PairResult], None] | None = None,
-) -> LeagueTable:
+) -> TournamentTable:
     """Play a round robin of the players of ``run_dirs`` in ``games`` and rate them.
 
     :param games_per_pair: games each pair plays (with one behavior name, half on each side).
@@ -139,19 +139,19 @@ def play_env_league(
     behaviors = games.behavior_names
     symmetric = len(behaviors) == 1
     for run_dir in run_dirs:
-        if not env_league_players([run_dir], behaviors=behaviors):
+        if not env_tournament_players([run_dir], behaviors=behaviors):
             raise ConfigError(
                 f"run {run_dir} has no policy of {', '.join(behaviors)} (the behaviors of "
-                f"{games.label}) to play in the league; pass runs trained on {games.label}"
+                f"{games.label}) to play in the tournament; pass runs trained on {games.label}"
             )
-    players = env_league_players(run_dirs, behaviors=behaviors)
-    pairs = league_pairs(players, symmetric=symmetric)
+    players = env_tournament_players(run_dirs, behaviors=behaviors)
+    pairs = tournament_pairs(players, symmetric=symmetric)
     runs = ", ".join(str(run_dir) for run_dir in run_dirs)
     if not pairs:
         raise ConfigError(
-            f"a league needs two players (one on each side of {games.label}); {runs} "
+            f"a tournament needs two players (one on each side of {games.label}); {runs} "
             f"{'has' if len(run_dirs) == 1 else 'have'} "
-            f"{', '.join(p.name for p in players) or 'none'}: add another run (ghost-eval league "
+            f"{', '.join(p.name for p in players) or 'none'}: add another run (ghost-eval tournament "
             "RUN OTHER_RUN) or train with self_play, which leaves snapshots"
         )
     acting = {player.name: EnvPlayer(player.target) for player in players}

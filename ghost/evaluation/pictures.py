@@ -1,7 +1,7 @@
-"""Pictures of a league: its payoff heatmap and its ratings with their intervals.
+"""Pictures of a tournament: its payoff heatmap and its ratings with their intervals.
 
-Both are drawn from a league's plain form (``LeagueTable.to_dict()``, the ``league`` object of
-``ghost-eval league --json``, the ``run_logs/league.json`` a league leaves in its run), so a saved
+Both are drawn from a tournament's plain form (``TournamentTable.to_dict()``, the ``tournament`` object of
+``ghost-eval tournament --json``, the ``run_logs/tournament.json`` a tournament leaves in its run), so a saved
 result draws the same pictures as a fresh one:
 
 - **payoffs** (``draw_payoffs``): the score of each row player against each column player (win 1,
@@ -13,7 +13,7 @@ result draws the same pictures as a fresh one:
   with ``± 2 sigma``, the run's own players in order of training step, then the fixed opponents
   and scripted levels best Elo first.
 
-The intervals are the ones the league computed (``ghost.evaluation.league_ratings``): the Elo
+The intervals are the ones the tournament computed (``ghost.evaluation.tournament_ratings``): the Elo
 interval comes from the inverse Fisher information of the Bradley-Terry fit to all games, which is
 what the maximum-likelihood rating's sampling error is for a fit of this size; a bootstrap over
 games would need the fit repeated hundreds of times to say about the same. OpenSkill's ``sigma`` is
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
-from ghost.evaluation.league_ratings import ELO_MEAN, PairResult, pair_matrices
+from ghost.evaluation.tournament_ratings import ELO_MEAN, PairResult, pair_matrices
 from ghost.exceptions import GhostError
 
 if TYPE_CHECKING:
@@ -45,8 +45,8 @@ logger = logging.getLogger(__name__)
 
 #: how to get the pictures when matplotlib is missing
 PLOTS_HINT = 'pip install matplotlib (or, in the checkout, pip install ".[plots]")'
-PAYOFFS_FILE = "league_payoffs.png"
-RATINGS_FILE = "league_ratings.png"
+PAYOFFS_FILE = "tournament_payoffs.png"
+RATINGS_FILE = "tournament_ratings.png"
 #: cells show their score up to this many players (rows or columns), their games up to
 #: ``COUNT_MAX_PLAYERS``; past that the numbers would not fit the cells
 ANNOTATE_MAX_PLAYERS = 15
@@ -62,13 +62,13 @@ def missing_matplotlib() -> str | None:
     try:
         import matplotlib.figure  # noqa: F401
     except ImportError:
-        return f"the league pictures need matplotlib: {PLOTS_HINT}"
+        return f"the tournament pictures need matplotlib: {PLOTS_HINT}"
     return None
 
 
 # -- what the pictures show ----------------------------------------------------------------------
 @attrs.frozen(kw_only=True)
-class LeaguePlayerView:
+class TournamentPlayerView:
     """One player as the pictures show it."""
 
     name: str
@@ -83,23 +83,23 @@ class LeaguePlayerView:
 
 
 @attrs.frozen(kw_only=True)
-class LeagueView:
-    """A league read from its plain form: players best Elo first and every pair result."""
+class TournamentView:
+    """A tournament read from its plain form: players best Elo first and every pair result."""
 
     title: str
     symmetric: bool
-    players: tuple[LeaguePlayerView, ...]
+    players: tuple[TournamentPlayerView, ...]
     results: tuple[PairResult, ...]
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> LeagueView:
-        """Read ``LeagueTable.to_dict()`` (or the ``league`` object of ``--json`` output).
+    def from_dict(cls, data: Mapping[str, Any]) -> TournamentView:
+        """Read ``TournamentTable.to_dict()`` (or the ``tournament`` object of ``--json`` output).
 
-        :raises GhostError: a key the pictures need is missing (not a league result).
+        :raises GhostError: a key the pictures need is missing (not a tournament result).
         """
         try:
             players = tuple(
-                LeaguePlayerView(
+                TournamentPlayerView(
                     name=str(p["player"]),
                     kind=str(p["kind"]),
                     behavior=str(p["behavior"]),
@@ -112,18 +112,18 @@ class LeagueView:
                 for p in data["players"]
             )
             results = tuple(PairResult(**r) for r in data["results"])
-            title = f"{data['game']} league of {data['run']}"
+            title = f"{data['game']} tournament of {data['run']}"
             symmetric = bool(data["symmetric"])
         except (KeyError, TypeError, ValueError) as error:
             raise GhostError(
-                f"not a league result ({type(error).__name__}: {error}); pass the league object "
-                "of ghost-eval league --json or LeagueTable.to_dict()"
+                f"not a tournament result ({type(error).__name__}: {error}); pass the tournament object "
+                "of ghost-eval tournament --json or TournamentTable.to_dict()"
             ) from error
         return cls(title=title, symmetric=symmetric, players=players, results=results)
 
     @classmethod
-    def from_table(cls, table: Any) -> LeagueView:
-        """Read a ``ghost.evaluation.league.LeagueTable``."""
+    def from_table(cls, table: Any) -> TournamentView:
+        """Read a ``ghost.evaluation.tournament.TournamentTable``."""
         return cls.from_dict(table.to_dict())
 
     def payoffs(self) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
@@ -143,7 +143,7 @@ class LeagueView:
         block = np.ix_(rows, cols)
         return [names[i] for i in rows], [names[j] for j in cols], score[block], games[block]
 
-    def rating_order(self) -> list[list[LeaguePlayerView]]:
+    def rating_order(self) -> list[list[TournamentPlayerView]]:
         """The players in the order the ratings picture shows them, in groups: per behavior, the
         players with a training step (snapshots, final) oldest first, then the others (fixed
         opponents, scripted levels) best Elo first; the side that starts each pair result (the
@@ -168,7 +168,9 @@ def _new_figure(width: float, height: float) -> Figure:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as error:
-        raise GhostError(f"drawing the league pictures needs matplotlib: {PLOTS_HINT}") from error
+        raise GhostError(
+            f"drawing the tournament pictures needs matplotlib: {PLOTS_HINT}"
+        ) from error
     figure = Figure(figsize=(width, height), dpi=100, layout="constrained")
     FigureCanvasAgg(figure)  # its own Agg canvas: pyplot's global backend stays as it is
     return figure
@@ -178,7 +180,7 @@ def _label_size(count: int) -> float:
     return 9.0 if count <= 15 else 7.5 if count <= 30 else 6.0
 
 
-def draw_payoffs(view: LeagueView) -> Figure:
+def draw_payoffs(view: TournamentView) -> Figure:
     """The payoff heatmap of ``view`` (see the module docstring)."""
     from matplotlib.colors import TwoSlopeNorm
 
@@ -225,7 +227,7 @@ def _annotate(axis: Any, score: np.ndarray, games: np.ndarray, *, counts: bool) 
         axis.text(j, i, text, ha="center", va="center", color=colour, fontsize=7.5)
 
 
-def draw_ratings(view: LeagueView) -> Figure:
+def draw_ratings(view: TournamentView) -> Figure:
     """Each player's Elo (95% interval) and OpenSkill mu (± 2 sigma), in ``rating_order``."""
     groups = view.rating_order()
     order = [p for group in groups for p in group]
@@ -292,40 +294,40 @@ def _points(
         )  # fmt: skip
 
 
-def write_league_pictures(
-    league: LeagueView | Mapping[str, Any] | Any,
+def write_tournament_pictures(
+    tournament: TournamentView | Mapping[str, Any] | Any,
     *,
     payoffs_path: str | Path,
     ratings_path: str | Path,
 ) -> list[Path]:
-    """Draw the payoff heatmap and the ratings picture of ``league`` into two PNGs.
+    """Draw the payoff heatmap and the ratings picture of ``tournament`` into two PNGs.
 
-    :param league: a ``LeagueView``, a league's plain form (``LeagueTable.to_dict()``) or a
-        ``LeagueTable``.
+    :param tournament: a ``TournamentView``, a tournament's plain form (``TournamentTable.to_dict()``) or a
+        ``TournamentTable``.
     :returns: the two paths written, payoffs first.
-    :raises GhostError: matplotlib is missing (the ``plots`` extra), or ``league`` is not a
-        league result.
+    :raises GhostError: matplotlib is missing (the ``plots`` extra), or ``tournament`` is not a
+        tournament result.
     """
-    if not isinstance(league, LeagueView):
-        league = (
-            LeagueView.from_dict(league)
-            if isinstance(league, Mapping)
-            else LeagueView.from_table(league)
+    if not isinstance(tournament, TournamentView):
+        tournament = (
+            TournamentView.from_dict(tournament)
+            if isinstance(tournament, Mapping)
+            else TournamentView.from_table(tournament)
         )
     written = []
     for draw, path in ((draw_payoffs, payoffs_path), (draw_ratings, ratings_path)):
-        figure = draw(league)
+        figure = draw(tournament)
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         figure.savefig(path, format="png")
         written.append(path)
-    logger.info("wrote the league pictures %s", ", ".join(map(str, written)))
+    logger.info("wrote the tournament pictures %s", ", ".join(map(str, written)))
     return written
 
 
-def write_league_pictures_into(league: Any, folder: str | Path) -> list[Path]:
-    """``write_league_pictures`` into ``folder``: ``league_payoffs.png``, ``league_ratings.png``."""
+def write_tournament_pictures_into(tournament: Any, folder: str | Path) -> list[Path]:
+    """``write_tournament_pictures`` into ``folder``: ``tournament_payoffs.png``, ``tournament_ratings.png``."""
     folder = Path(folder)
-    return write_league_pictures(
-        league, payoffs_path=folder / PAYOFFS_FILE, ratings_path=folder / RATINGS_FILE
+    return write_tournament_pictures(
+        tournament, payoffs_path=folder / PAYOFFS_FILE, ratings_path=folder / RATINGS_FILE
     )

@@ -1,4 +1,4 @@
-"""Progress of long ``ghost-eval`` work on stderr: a league's pairs, a run's snapshots, an
+"""Progress of long ``ghost-eval`` work on stderr: a tournament's pairs, a run's snapshots, an
 exploiter's training steps.
 
 On a terminal ``ProgressLine`` keeps one line up to date in place (``\\r``): done/total, percent,
@@ -32,7 +32,7 @@ class ProgressLine:
     (an interrupted task) still gets its newline.
 
     Args:
-        label: what is being done; starts every line (``league``).
+        label: what is being done; starts every line (``tournament``).
         unit: what is counted (``pairs``, ``steps``).
         stream: where the lines go (default: stderr).
         quiet: write nothing.

@@ -1,5 +1,5 @@
 """A run's training curves read back, and ``write_report``, a PNG of its Elo and cumulative
-reward curves; ``write_league_report``, the pictures of the run's last league beside it.
+reward curves; ``write_tournament_report``, the pictures of the run's last tournament beside it.
 
 Curves come from the TensorBoard events the run's host wrote (``RunRecord.host.curve_sources``):
 each behavior folder of ghost-learn and mlagents-learn (ML-Agents' tag names), the run folder
@@ -20,27 +20,34 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ghost.evaluation.pictures import PLOTS_HINT, write_league_pictures
+from ghost.evaluation.pictures import PLOTS_HINT, write_tournament_pictures
 from ghost.exceptions import GhostError, RunDirectoryError
 from ghost.play import run_layouts
-from ghost.play.run_layouts import ELO_TAG, GHOST_LEARN, LEAGUE_FILE, MLAGENTS, REWARD_TAG
+from ghost.play.run_layouts import (
+    ELO_TAG,
+    GHOST_LEARN,
+    LEGACY_TOURNAMENT_FILE,
+    MLAGENTS,
+    REWARD_TAG,
+    TOURNAMENT_FILE,
+)
 from ghost.play.run_record import RunRecord, SnapshotInfo
 from trainers.run_files.atomic import atomic_write_text
 
 __all__ = [
     "ELO_TAG",
-    "LEAGUE_FILE",
+    "TOURNAMENT_FILE",
     "REWARD_TAG",
     "Curve",
     "find_run_root",
-    "league_result_path",
+    "tournament_result_path",
     "read_curves",
-    "read_league_result",
+    "read_tournament_result",
     "report_notes",
     "run_game",
     "run_snapshots",
-    "save_league_result",
-    "write_league_report",
+    "save_tournament_result",
+    "write_tournament_report",
     "write_report",
 ]
 
@@ -219,56 +226,93 @@ def write_report(run_dir: str | Path, path: str | Path, *, title: str | None = N
     return path
 
 
-# -- the run's league ----------------------------------------------------------------------------
-def league_result_path(run_dir: str | Path) -> Path:
-    """Where ``ghost-eval league`` keeps the run's last league: ``<run>/run_logs/league.json``
-    (ghost-learn, mlagents-learn), ``league.json`` in the self-play folder of SB3 and RLlib."""
-    return RunRecord(run_dir).host.league_result_path
+# -- the run's tournament ----------------------------------------------------------------------------
+def tournament_result_path(run_dir: str | Path) -> Path:
+    """Where ``ghost-eval tournament`` keeps the run's last tournament.
+
+    Args:
+        run_dir: the run folder, of any host.
+
+    Returns:
+        ``<run>/run_logs/tournament.json`` (ghost-learn, mlagents-learn), ``tournament.json`` in
+        the self-play folder of SB3 and RLlib.
+    """
+    return RunRecord(run_dir).host.tournament_result_path
 
 
-def save_league_result(run_dir: str | Path, league: dict[str, Any]) -> Path | None:
-    """Keep ``league`` (``LeagueTable.to_dict()``) as the run's last league, for ``write_report``;
-    the path written, or None (with a warning) when the run folder cannot be written to."""
-    path = league_result_path(run_dir)
+def _kept_tournament_path(run_dir: str | Path) -> Path:
+    """The run's kept tournament: ``tournament.json``, or the ``league.json`` that
+    ``ghost-eval league`` wrote before the command had its own word, when only that is there."""
+    path = tournament_result_path(run_dir)
+    legacy = path.with_name(LEGACY_TOURNAMENT_FILE)
+    return legacy if not path.is_file() and legacy.is_file() else path
+
+
+def save_tournament_result(run_dir: str | Path, tournament: dict[str, Any]) -> Path | None:
+    """Keep ``tournament`` as the run's last tournament, for ``write_report``.
+
+    Args:
+        run_dir: the run folder.
+        tournament: ``TournamentTable.to_dict()``.
+
+    Returns:
+        The path written, or None (with a warning) when the run folder cannot be written to.
+    """
+    path = tournament_result_path(run_dir)
     try:
-        atomic_write_text(path, json.dumps(league, indent=1) + "\n")
+        atomic_write_text(path, json.dumps(tournament, indent=1) + "\n")
     except OSError as error:
-        logger.warning("could not keep the league result in %s: %s", path, error)
+        logger.warning("could not keep the tournament result in %s: %s", path, error)
         return None
     return path
 
 
-def read_league_result(run_dir: str | Path) -> dict[str, Any] | None:
-    """The run's last league (``save_league_result``), or None when it has none.
+def read_tournament_result(run_dir: str | Path) -> dict[str, Any] | None:
+    """The run's last tournament (``save_tournament_result``; an older run's ``league.json``).
 
-    :raises RunDirectoryError: the file is there but is not JSON.
+    Args:
+        run_dir: the run folder.
+
+    Returns:
+        The tournament's plain form, or None when the run has played none.
+
+    Raises:
+        RunDirectoryError: the file is there but is not JSON.
     """
-    path = league_result_path(run_dir)
+    path = _kept_tournament_path(run_dir)
     if not path.is_file():
         return None
     try:
         return dict(json.loads(path.read_text(encoding="utf-8")))
     except (ValueError, TypeError) as error:
         raise RunDirectoryError(
-            f"{path} is not a league result ({error}); delete it or play the league again "
-            "(ghost-eval league RUN)"
+            f"{path} is not a tournament result ({error}); delete it or play the tournament again "
+            "(ghost-eval tournament RUN)"
         ) from error
 
 
-def write_league_report(run_dir: str | Path, path: str | Path) -> list[Path]:
-    """The pictures of the run's last league (``ghost.evaluation.pictures``) beside the report
-    ``path``: ``<stem>-league-payoffs.png`` and ``<stem>-league-ratings.png``; none when the run
-    has played no league (``ghost-eval league RUN`` keeps one).
+def write_tournament_report(run_dir: str | Path, path: str | Path) -> list[Path]:
+    """Draw the pictures of the run's last tournament (``ghost.evaluation.pictures``) beside a
+    report.
 
-    :raises GhostError: matplotlib is missing, or the kept league result is unreadable.
-    :returns: the paths written.
+    Args:
+        run_dir: the run folder.
+        path: the report's picture; the tournament's go beside it as
+            ``<stem>-tournament-payoffs.png`` and ``<stem>-tournament-ratings.png``.
+
+    Returns:
+        The paths written; none when the run has played no tournament (``ghost-eval tournament
+        RUN`` keeps one).
+
+    Raises:
+        GhostError: matplotlib is missing, or the kept tournament result is unreadable.
     """
-    league = read_league_result(run_dir)
-    if league is None:
+    tournament = read_tournament_result(run_dir)
+    if tournament is None:
         return []
     path = Path(path)
-    return write_league_pictures(
-        league,
-        payoffs_path=path.with_name(f"{path.stem}-league-payoffs.png"),
-        ratings_path=path.with_name(f"{path.stem}-league-ratings.png"),
+    return write_tournament_pictures(
+        tournament,
+        payoffs_path=path.with_name(f"{path.stem}-tournament-payoffs.png"),
+        ratings_path=path.with_name(f"{path.stem}-tournament-ratings.png"),
     )

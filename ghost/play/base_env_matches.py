@@ -17,7 +17,7 @@ Built-in games have arenas, seats and scripted levels (``ghost.play.matches``); 
   whose counting and ``EvaluationResult`` this module reuses. Results are counted in the order
   episodes end.
 
-``EnvGames`` holds one open environment and plays match after match on it (a league does not
+``EnvGames`` holds one open environment and plays match after match on it (a tournament does not
 start a Unity build for every pair); each match starts from ``env.reset()``. ``EnvGames.of_run``
 opens the environment a run trained on::
 

@@ -256,7 +256,7 @@ class Match:
 
 @attrs.frozen(kw_only=True)
 class MatchSetup:
-    """Who plays whom in a built-in game: what every evaluation, replay and league game opens.
+    """Who plays whom in a built-in game: what every evaluation, replay and tournament game opens.
 
     Attributes:
         game: a built-in game name.

@@ -58,7 +58,9 @@ SB3_SUFFIX = ".self_play"
 RLLIB_FOLDER = "ghost_self_play"
 STATE_FILE = "state.pt"
 PAYOFF_FILE = "payoff.csv"
-LEAGUE_FILE = "league.json"
+TOURNAMENT_FILE = "tournament.json"
+#: where ``ghost-eval league`` kept it before the command was named ``tournament`` (still read)
+LEGACY_TOURNAMENT_FILE = "league.json"
 
 #: the TensorBoard tags of the Elo and of the reward, in ML-Agents' names
 ELO_TAG = "Self-play/ELO"
@@ -195,8 +197,8 @@ class HostRun:
         return [], []
 
     @property
-    def league_result_path(self) -> Path:
-        """Where ``ghost-eval league`` keeps the run's last league (in a folder of ours)."""
+    def tournament_result_path(self) -> Path:
+        """Where ``ghost-eval tournament`` keeps the run's last tournament (in a folder of ours)."""
         raise NotImplementedError
 
 
@@ -281,8 +283,8 @@ class GhostLearnRun(HostRun):
         return _behavior_event_folders(self.root), []
 
     @property
-    def league_result_path(self) -> Path:
-        return self.layout.run_logs_dir / LEAGUE_FILE
+    def tournament_result_path(self) -> Path:
+        return self.layout.run_logs_dir / TOURNAMENT_FILE
 
 
 @attrs.frozen(slots=False)
@@ -347,8 +349,8 @@ class MLAgentsRun(HostRun):
         return _behavior_event_folders(self.root), []
 
     @property
-    def league_result_path(self) -> Path:
-        return RunLayout(self.root).run_logs_dir / LEAGUE_FILE
+    def tournament_result_path(self) -> Path:
+        return RunLayout(self.root).run_logs_dir / TOURNAMENT_FILE
 
 
 @attrs.frozen(slots=False)
@@ -434,8 +436,8 @@ class SB3Run(HostRun):
         return best[1]
 
     @property
-    def league_result_path(self) -> Path:
-        return self.root / LEAGUE_FILE
+    def tournament_result_path(self) -> Path:
+        return self.root / TOURNAMENT_FILE
 
 
 @attrs.frozen(slots=False)
@@ -486,8 +488,8 @@ class RLlibRun(HostRun):
         ]
 
     @property
-    def league_result_path(self) -> Path:
-        return self.root / RLLIB_FOLDER / LEAGUE_FILE
+    def tournament_result_path(self) -> Path:
+        return self.root / RLLIB_FOLDER / TOURNAMENT_FILE
 
 
 def _configured_behaviors(configuration: Path) -> list[str]:

@@ -8,10 +8,10 @@ in the snapshot file, so they are ``None`` for a run that never wrote a checkpoi
 
 Runs of the other hosts of our self-play (``mlagents-learn`` with our plugin, Stable-Baselines3,
 RLlib) are read the same way: ``host`` is the run as ``ghost.play.run_layouts`` recognises it,
-and the snapshots, final policy, checkpoint steps, payoff table and league file come from it.
+and the snapshots, final policy, checkpoint steps, payoff table and tournament file come from it.
 ``notes`` says what such a run cannot give (its game, its final policy...).
 
-Evaluation, leagues, exploiters and replays all read runs through this class; nothing else
+Evaluation, tournaments, exploiters and replays all read runs through this class; nothing else
 parses a run's ``configuration.yaml`` by hand.
 """
 

@@ -1,6 +1,6 @@
-"""The players of a league: a run's snapshots, final policies, fixed opponents and levels.
+"""The players of a tournament: a run's snapshots, final policies, fixed opponents and levels.
 
-``league_players`` gathers them for one run on a built-in game; ``env_league_players`` for one or
+``tournament_players`` gathers them for one run on a built-in game; ``env_tournament_players`` for one or
 more runs on a Unity build or a ``module:callable`` environment, where there are no scripted
 levels (a fixed opponent that is one is left out, with a warning). A run of any host
 (``ghost.play.run_layouts``) has snapshots and a final policy; only ghost-learn and
@@ -28,7 +28,7 @@ SNAPSHOT, FINAL, FIXED, SCRIPTED = "snapshot", "final", "fixed", "scripted"
 
 # -- players ---------------------------------------------------------------------------------------
 @attrs.frozen(kw_only=True)
-class LeaguePlayer:
+class TournamentPlayer:
     """One player: a policy file or a scripted level, playing ``behavior``'s side."""
 
     name: str
@@ -66,7 +66,7 @@ def _fixed_entries(run_dir: Path, behavior: str) -> list[Any]:
     return list(self_play.fixed_opponents) if self_play is not None else []
 
 
-def _fixed_player(entry: Any, *, game: str | None, behavior: str) -> LeaguePlayer | None:
+def _fixed_player(entry: Any, *, game: str | None, behavior: str) -> TournamentPlayer | None:
     """The player of one ``fixed_opponents`` entry, or ``None`` (with a warning) when it cannot
     play: a level of another game (or of any game when ``game`` is ``None``: not a built-in
     one), a missing policy file."""
@@ -87,7 +87,7 @@ def _fixed_player(entry: Any, *, game: str | None, behavior: str) -> LeaguePlaye
                 game,
             )
             return None
-        return LeaguePlayer(name=entry.name, kind=FIXED, behavior=behavior, level=level)
+        return TournamentPlayer(name=entry.name, kind=FIXED, behavior=behavior, level=level)
     path = Path(entry.policy)
     if not path.is_file():
         logger.warning(
@@ -97,7 +97,7 @@ def _fixed_player(entry: Any, *, game: str | None, behavior: str) -> LeaguePlaye
             path,
         )
         return None
-    return LeaguePlayer(name=entry.name, kind=FIXED, behavior=behavior, path=path)
+    return TournamentPlayer(name=entry.name, kind=FIXED, behavior=behavior, path=path)
 
 
 def _check_levels(game: str, include_levels: Sequence[str]) -> None:
@@ -110,14 +110,14 @@ def _check_levels(game: str, include_levels: Sequence[str]) -> None:
         )
 
 
-#: ``named(name, behavior, kind)``: the player's unique name in the league
+#: ``named(name, behavior, kind)``: the player's unique name in the tournament
 _Namer = Callable[[str, str, str], str]
 
 
-def _own_players(run: RunRecord, behavior: str, *, named: _Namer) -> list[LeaguePlayer]:
+def _own_players(run: RunRecord, behavior: str, *, named: _Namer) -> list[TournamentPlayer]:
     """``behavior``'s snapshots in the run (oldest first), then its final policy (unless it is
     one of those snapshots: an RLlib run's newest stands for its final policy)."""
-    players: list[LeaguePlayer] = []
+    players: list[TournamentPlayer] = []
     try:
         snapshots = run.snapshots(behavior)
     except RunDirectoryError as error:
@@ -125,7 +125,7 @@ def _own_players(run: RunRecord, behavior: str, *, named: _Namer) -> list[League
         snapshots = []
     for snapshot in snapshots:
         players.append(
-            LeaguePlayer(
+            TournamentPlayer(
                 name=named(f"snapshot-{snapshot.snapshot_id}", behavior, SNAPSHOT),
                 kind=SNAPSHOT,
                 behavior=behavior,
@@ -139,7 +139,7 @@ def _own_players(run: RunRecord, behavior: str, *, named: _Namer) -> list[League
         if final.path in {snapshot.path for snapshot in snapshots}:
             return players
         players.append(
-            LeaguePlayer(
+            TournamentPlayer(
                 name=named("final", behavior, FINAL),
                 kind=FINAL,
                 behavior=behavior,
@@ -152,9 +152,9 @@ def _own_players(run: RunRecord, behavior: str, *, named: _Namer) -> list[League
 
 def _opponent_players(
     run_dir: Path, behavior: str, *, game: str | None, include_levels: Sequence[str], named: _Namer
-) -> list[LeaguePlayer]:
+) -> list[TournamentPlayer]:
     """``behavior``'s fixed opponents in the run, then the ``include_levels`` not among them."""
-    players: list[LeaguePlayer] = []
+    players: list[TournamentPlayer] = []
     fixed_levels = set()
     for entry in _fixed_entries(run_dir, behavior):
         player = _fixed_player(entry, game=game, behavior=behavior)
@@ -166,7 +166,7 @@ def _opponent_players(
             logger.info("level %s is already a fixed opponent of %s", level, behavior)
             continue
         players.append(
-            LeaguePlayer(
+            TournamentPlayer(
                 name=named(level, behavior, SCRIPTED),
                 kind=SCRIPTED,
                 behavior=behavior,
@@ -176,10 +176,10 @@ def _opponent_players(
     return players
 
 
-def league_players(
+def tournament_players(
     run_dir: str | Path, *, game: str, include_levels: Sequence[str] = ()
-) -> tuple[list[LeaguePlayer], bool]:
-    """The players of a run's league and whether ``game`` is symmetric (one behavior).
+) -> tuple[list[TournamentPlayer], bool]:
+    """The players of a run's tournament and whether ``game`` is symmetric (one behavior).
 
     Per behavior of the game: the run's snapshots (oldest first), its final policy, its fixed
     opponents, then ``include_levels`` (a level already among the fixed opponents is not added
@@ -198,10 +198,10 @@ def league_players(
     return players, len(behaviors) == 1
 
 
-def env_league_players(
+def env_tournament_players(
     run_dirs: Sequence[str | Path], *, behaviors: Sequence[str]
-) -> list[LeaguePlayer]:
-    """The players of a league of runs on a Unity build or ``module:callable`` environment.
+) -> list[TournamentPlayer]:
+    """The players of a tournament of runs on a Unity build or ``module:callable`` environment.
 
     Per behavior name (``behaviors``, no team) and run: its snapshots, its final policy and the
     fixed opponents that are policy files. With several runs names start with the run's folder
@@ -232,11 +232,11 @@ def _gather(
     *,
     game: str | None,
     include_levels: Sequence[str],
-) -> list[LeaguePlayer]:
-    """Every run's players of every behavior (see ``league_players``), uniquely named; a run's
+) -> list[TournamentPlayer]:
+    """Every run's players of every behavior (see ``tournament_players``), uniquely named; a run's
     names start with its key in ``runs`` unless that key is empty."""
     symmetric = len(behaviors) == 1
-    players: list[LeaguePlayer] = []
+    players: list[TournamentPlayer] = []
     taken: set[str] = set()
 
     def namer(prefix: str) -> _Namer:

@@ -1,4 +1,4 @@
-"""League ratings: Elo and OpenSkill fitted to pair results, pure maths without I/O.
+"""Tournament ratings: Elo and OpenSkill fitted to pair results, pure maths without I/O.
 
 Vocabulary:
 
@@ -12,11 +12,11 @@ Two ratings come from the same results:
   shifted so the mean rating is 1200. ``prior_draws`` virtual draws per pair that met keep the
   fit finite when a player won (or lost) every game, the way BayesElo's prior does. Unlike online
   Elo the fit does not depend on the order of the games. Each rating comes with the half-width of
-  its 95% interval against the league mean, from the inverse Fisher information.
+  its 95% interval against the tournament mean, from the inverse Fisher information.
 - **OpenSkill**: Plackett-Luce ratings (``mu``, ``sigma``, ``ordinal = mu - 3 sigma``) updated
   game by game in a seeded shuffled order; ``sigma`` says how sure it is.
 
-``ghost.league`` plays the games and builds the table from these.
+``ghost.tournament`` plays the games and builds the table from these.
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def fit_bradley_terry(
     :param prior_draws: virtual draws added to every pair that met (0: the plain MLE, which
         exists only when no player won or lost all its games).
     :returns: ``(players, strengths, standard errors)``; the errors are of each strength
-        against the league mean, from the inverse Fisher information. Groups of players never
+        against the tournament mean, from the inverse Fisher information. Groups of players never
         linked by games cannot be compared: each group averages 0 on its own.
     :raises ValueError: ``prior_draws`` < 0, a player listed against itself, or no finite
         maximum (only possible with ``prior_draws=0``: a player or group that lost every game
@@ -187,7 +187,7 @@ def fit_bradley_terry(
 
 
 class EloEstimate(NamedTuple):
-    """A fitted Elo rating and the half-width of its 95% interval against the league mean."""
+    """A fitted Elo rating and the half-width of its 95% interval against the tournament mean."""
 
     elo: float
     ci95: float
@@ -203,7 +203,7 @@ def fit_elo_intervals(
 
     :param results: pair results; a draw counts as half a win.
     :param prior_draws: virtual draws per pair that met (see ``fit_bradley_terry``).
-    :param mean: the mean rating of the league.
+    :param mean: the mean rating of the tournament.
     :returns: player → ``EloEstimate``, for every player named in ``results``.
     """
     names, strengths, errors = fit_bradley_terry(results, prior_draws=prior_draws)

@@ -1,12 +1,12 @@
-"""A league: every player of a run against every other, rated from all the results at once.
+"""A tournament: every player of a run against every other, rated from all the results at once.
 
 Vocabulary:
 
-- **player**: one policy of the league. A run's snapshots (``snapshot``), its final policy
+- **player**: one policy of the tournament. A run's snapshots (``snapshot``), its final policy
   (``final``), the fixed opponents of its ``self_play`` section (``fixed``: a scripted level or
   another run's policy file), and any extra scripted levels of the game (``scripted``).
 - **pair result**: the games of one pair, counted from the first player's side
-  (``ghost.evaluation.league_ratings.PairResult``); interrupted games are counted apart and left out of the
+  (``ghost.evaluation.tournament_ratings.PairResult``); interrupted games are counted apart and left out of the
   ratings, as in ``ghost.evaluation``.
 - **round robin**: in a symmetric game (one behavior on both teams: tennis, soccer, the matrix
   games) every pair meets, each player on team 0 for half of the games, so a side's advantage
@@ -15,7 +15,7 @@ Vocabulary:
   one side never meet each other. Ratings of one side are still comparable through the common
   opponents; a gap across sides predicts that cross-side match (the side's advantage included).
 
-Every player is rated twice from the same results, by ``ghost.evaluation.league_ratings``: Elo from a
+Every player is rated twice from the same results, by ``ghost.evaluation.tournament_ratings``: Elo from a
 Bradley-Terry maximum-likelihood fit to all games at once (with a 95% interval), and OpenSkill
 (Plackett-Luce) over the games in a seeded shuffled order.
 """
@@ -33,11 +33,12 @@ import attrs
 import numpy as np
 
 from ghost.core.win_rates import natural_key
-from ghost.evaluation.league_players import (
-    LeaguePlayer,
-    league_players,
+from ghost.evaluation.progress import play_all
+from ghost.evaluation.tournament_players import (
+    TournamentPlayer,
+    tournament_players,
 )
-from ghost.evaluation.league_ratings import (
+from ghost.evaluation.tournament_ratings import (
     ELO_MEAN,
     EloEstimate,
     OpenSkillRating,
@@ -47,7 +48,6 @@ from ghost.evaluation.league_ratings import (
     openskill_ratings,
     pair_matrices,
 )
-from ghost.evaluation.progress import play_all
 from ghost.exceptions import ConfigError
 from ghost.play import matches
 from ghost.play.game_runner import GameRunner, InlineGames
@@ -56,22 +56,22 @@ from ghost.play.run_record import RunRecord
 
 logger = logging.getLogger(__name__)
 
-#: the score matrix is printed for leagues up to this many players
+#: the score matrix is printed for tournaments up to this many players
 MATRIX_MAX_PLAYERS = 12
 
 
 # -- the table -----------------------------------------------------------------------------------
 @attrs.frozen(kw_only=True)
-class LeagueRow:
+class TournamentRow:
     """One player's games and ratings."""
 
-    player: LeaguePlayer
+    player: TournamentPlayer
     wins: int
     draws: int
     losses: int
     interrupted: int
     elo: float
-    #: half-width of the 95% interval of ``elo`` against the league mean
+    #: half-width of the 95% interval of ``elo`` against the tournament mean
     elo_ci95: float
     openskill: OpenSkillRating
 
@@ -110,8 +110,8 @@ class LeagueRow:
 
 
 @attrs.frozen(kw_only=True)
-class LeagueTable:
-    """A league's players, best Elo first, and the pair results they were rated from."""
+class TournamentTable:
+    """A tournament's players, best Elo first, and the pair results they were rated from."""
 
     game: str
     run_dir: str
@@ -119,10 +119,10 @@ class LeagueTable:
     games_per_pair: int
     seed: int
     prior_draws: float
-    rows: tuple[LeagueRow, ...]
+    rows: tuple[TournamentRow, ...]
     results: tuple[PairResult, ...]
 
-    def row(self, name: str) -> LeagueRow:
+    def row(self, name: str) -> TournamentRow:
         """The row of player ``name``."""
         for row in self.rows:
             if row.player.name == name:
@@ -150,7 +150,7 @@ class LeagueTable:
 
 
 def build_table(
-    players: Sequence[LeaguePlayer],
+    players: Sequence[TournamentPlayer],
     results: Sequence[PairResult],
     *,
     game: str,
@@ -159,7 +159,7 @@ def build_table(
     games_per_pair: int,
     seed: int = 0,
     prior_draws: float = 1.0,
-) -> LeagueTable:
+) -> TournamentTable:
     """Rate ``players`` from ``results`` and sort them, best Elo first."""
     fitted = fit_elo_intervals(results, prior_draws=prior_draws)
     unrated = EloEstimate(ELO_MEAN, math.inf)  # a player named in no result
@@ -174,7 +174,7 @@ def build_table(
         estimate = fitted.get(player.name, unrated)
         wins, draws, losses, interrupted = (int(c) for c in counts[player.name])
         rows.append(
-            LeagueRow(
+            TournamentRow(
                 player=player,
                 wins=wins,
                 draws=draws,
@@ -186,7 +186,7 @@ def build_table(
             )
         )
     rows.sort(key=lambda row: (-row.elo, natural_key(row.player.name)))
-    return LeagueTable(
+    return TournamentTable(
         game=game,
         run_dir=run_dir,
         symmetric=symmetric,
@@ -198,9 +198,9 @@ def build_table(
     )
 
 
-def league_pairs(
-    players: Sequence[LeaguePlayer], *, symmetric: bool
-) -> list[tuple[LeaguePlayer, LeaguePlayer]]:
+def tournament_pairs(
+    players: Sequence[TournamentPlayer], *, symmetric: bool
+) -> list[tuple[TournamentPlayer, TournamentPlayer]]:
     """Who meets whom: every pair in a symmetric game; in an asymmetric one every player of the
     first behavior's side against every player of the other side."""
     if symmetric:
@@ -219,8 +219,8 @@ def _pair_seed(seed: int, pair: int, half: int) -> int:
 
 
 def play_pair(
-    a: LeaguePlayer,
-    b: LeaguePlayer,
+    a: TournamentPlayer,
+    b: TournamentPlayer,
     *,
     game: str,
     games: int,
@@ -257,7 +257,7 @@ def play_pair(
     return PairResult(a.name, b.name, wins, draws, losses, interrupted)
 
 
-def _league_game(run_dir: Path, game: str | None) -> str:
+def _tournament_game(run_dir: Path, game: str | None) -> str:
     """``game``, or else the built-in game named in the run's configuration.yaml; checked."""
     run = RunRecord(run_dir) if run_dir.is_dir() else None
     if game is None and run is not None:
@@ -274,22 +274,24 @@ def _league_game(run_dir: Path, game: str | None) -> str:
 
 
 def _pairs_to_play(
-    players: Sequence[LeaguePlayer], *, symmetric: bool, game: str, run_dir: Path
-) -> list[tuple[LeaguePlayer, LeaguePlayer]]:
-    """``league_pairs`` of ``players``; at least one, or a ``ConfigError`` that says what to add."""
-    pairs = league_pairs(players, symmetric=symmetric)
+    players: Sequence[TournamentPlayer], *, symmetric: bool, game: str, run_dir: Path
+) -> list[tuple[TournamentPlayer, TournamentPlayer]]:
+    """``tournament_pairs`` of ``players``; at least one, or a ``ConfigError`` that says what to add."""
+    pairs = tournament_pairs(players, symmetric=symmetric)
     if not pairs:
         raise ConfigError(
-            f"a league needs two players (one on each side of {game}); run {run_dir} has "
+            f"a tournament needs two players (one on each side of {game}); run {run_dir} has "
             f"{', '.join(p.name for p in players) or 'none'}: add scripted levels with "
             "--include-levels (e.g. medium,strong)"
         )
-    logger.info("%s league of %s: %d players, %d pairs", game, run_dir, len(players), len(pairs))
+    logger.info(
+        "%s tournament of %s: %d players, %d pairs", game, run_dir, len(players), len(pairs)
+    )
     return pairs
 
 
 def _play_pairs(
-    pairs: Sequence[tuple[LeaguePlayer, LeaguePlayer]],
+    pairs: Sequence[tuple[TournamentPlayer, TournamentPlayer]],
     *,
     runner: GameRunner,
     progress: Callable[[int, int, PairResult], None] | None,
@@ -310,7 +312,7 @@ def _play_pairs(
     return play_all(runner, play_pair, calls, progress=progress)
 
 
-def play_league(
+def play_tournament(
     run_dir: str | Path,
     *,
     games_per_pair: int = 40,
@@ -322,7 +324,7 @@ def play_league(
     prior_draws: float = 1.0,
     progress: Callable[[int, int, PairResult], None] | None = None,
     games: GameRunner | None = None,
-) -> LeagueTable:
+) -> TournamentTable:
     """Play a round robin between a run's players and rate them (see the module docstring).
 
     :param run_dir: the run folder (``results/<run-id>``).
@@ -334,7 +336,7 @@ def play_league(
     :param num_arenas: matches played at once per pair; default ``min(games, 32)``.
     :param deterministic: every player takes its most likely action (scripted levels drop their
         noise).
-    :param prior_draws: virtual draws per pair in the Elo fit (see ``ghost.league_ratings.fit_bradley_terry``).
+    :param prior_draws: virtual draws per pair in the Elo fit (see ``ghost.evaluation.tournament_ratings.fit_bradley_terry``).
     :param progress: called after each pair with ``(pairs done, pairs in all, its result)``.
     :param games: where the pairs' games are played (``RayGames``: as Ray tasks, all pairs at
         once); default one pair after the other in this process. Seeds are per pair, so the
@@ -346,8 +348,8 @@ def play_league(
     run_dir = Path(run_dir)
     if games_per_pair < 1:
         raise ConfigError(f"--games-per-pair must be >= 1 (got {games_per_pair})")
-    game = _league_game(run_dir, game)
-    players, symmetric = league_players(run_dir, game=game, include_levels=include_levels)
+    game = _tournament_game(run_dir, game)
+    players, symmetric = tournament_players(run_dir, game=game, include_levels=include_levels)
     pairs = _pairs_to_play(players, symmetric=symmetric, game=game, run_dir=run_dir)
     results = _play_pairs(
         pairs,
@@ -381,11 +383,11 @@ def _short(name: str, width: int) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
 
-def format_league(table: LeagueTable) -> str:
-    """The league table, best Elo first, and the score matrix for up to 12 players."""
+def format_tournament(table: TournamentTable) -> str:
+    """The tournament table, best Elo first, and the score matrix for up to 12 players."""
     interrupted = sum(r.interrupted for r in table.results)
     lines = [
-        f"{table.game} league of {table.run_dir}: {len(table.rows)} players, "
+        f"{table.game} tournament of {table.run_dir}: {len(table.rows)} players, "
         f"{len(table.results)} pairs x {table.games_per_pair} games, seed {table.seed}",
         f"Elo: Bradley-Terry maximum-likelihood fit to all games, mean {ELO_MEAN:g} (a draw is "
         f"half a win; {table.prior_draws:g} virtual draw{'' if table.prior_draws == 1 else 's'} "
