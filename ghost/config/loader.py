@@ -279,27 +279,18 @@ def resolve_options(
     """
     overrides = dict(overrides or {})
     max_steps = overrides.pop(MAX_STEPS_KEY, None)
-    recorded = None
-    if config is None and overrides.get("checkpoint_settings.resume"):
-        config = recorded = _run_own_configuration(overrides)
-    if config is None and overrides.get("env_settings.env_path"):
-        config = _shipped_configuration(str(overrides["env_settings.env_path"]))
+    config, own_record = _config_source(config, overrides)
     options = apply_overrides(_read_config(config), overrides, labels=labels)
     if max_steps is not None:
         options = with_max_steps(options, max_steps, label=(labels or {}).get(MAX_STEPS_KEY))
-    changes: dict[str, Any] = {
-        "checkpoint_settings": _reconcile_resume_and_init(
-            options.checkpoint_settings, overrides, labels or {}
-        ),
-    }
-    seed = _resolved_seed(options.env_settings.seed, changes["checkpoint_settings"], record_seed)
-    if seed != options.env_settings.seed:
-        changes["env_settings"] = attrs.evolve(options.env_settings, seed=seed)
+    changes = _resume_and_seed_changes(
+        options, overrides, labels=labels or {}, record_seed=record_seed
+    )
     if deterministic:
         changes.update(_deterministic_behaviors(options))
     origins = _origins(config, overrides, max_steps_given=max_steps is not None)
     options = attrs.evolve(options, **changes, origins=origins)
-    if recorded is not None:
+    if own_record:
         return options  # the run's own record already holds what its preset set
     written = _written(config, overrides)
     return with_auto_presets(with_summary_freq_defaults(options, written), written)
@@ -330,6 +321,20 @@ def _origins(
         return KeyOrigins(config=config.origins.config, overrides=frozenset(paths))
     raw = read_yaml(config) if isinstance(config, str | os.PathLike) else config or {}
     return KeyOrigins(config=written_paths(raw), overrides=frozenset(paths))
+
+
+def _config_source(config: ConfigSource, overrides: Mapping[str, Any]) -> tuple[ConfigSource, bool]:
+    """Step 1: ``config``, or with None where the run's configuration comes from; and whether
+    that is the run's own ``configuration.yaml`` (a resume)."""
+    if config is not None:
+        return config, False
+    if overrides.get("checkpoint_settings.resume"):
+        recorded = _run_own_configuration(overrides)
+        if recorded is not None:
+            return recorded, True
+    if overrides.get("env_settings.env_path"):
+        return _shipped_configuration(str(overrides["env_settings.env_path"])), False
+    return None, False
 
 
 def _run_own_configuration(overrides: Mapping[str, Any]) -> ConfigSource:
@@ -393,6 +398,23 @@ def _read_config(config: ConfigSource) -> RunOptions:
     raise ConfigError(
         f"config must be a YAML file path, a dict or RunOptions, not {type(config).__name__}"
     )
+
+
+def _resume_and_seed_changes(
+    options: RunOptions,
+    overrides: Mapping[str, Any],
+    *,
+    labels: Mapping[str, str],
+    record_seed: bool,
+) -> dict[str, Any]:
+    """Steps 4 and 5: the ``checkpoint_settings`` with resume and initialize_from reconciled, and
+    the ``env_settings`` with seed -1 resolved (where the seed changes)."""
+    checkpoint = _reconcile_resume_and_init(options.checkpoint_settings, overrides, labels)
+    changes: dict[str, Any] = {"checkpoint_settings": checkpoint}
+    seed = _resolved_seed(options.env_settings.seed, checkpoint, record_seed)
+    if seed != options.env_settings.seed:
+        changes["env_settings"] = attrs.evolve(options.env_settings, seed=seed)
+    return changes
 
 
 def _reconcile_resume_and_init(
