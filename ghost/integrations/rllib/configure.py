@@ -70,24 +70,13 @@ def ghost_self_play(
     settings = self_play_settings(self_play, behavior=behavior)
     algo_class = with_self_play_checkpoints(config.algo_class)
     env_config = {"env": env, "action_mask": action_mask}
-    probe = GhostMultiAgentEnv(env_config)
-    try:
-        names = {BehaviorId.parse(name).name for name in probe.behavior_names}
-        teams = sorted({team_of(str(agent)) for agent in probe.possible_agents})
-        specs = _module_specs(probe, teams, settings, config)
-    finally:
-        probe.close()
-    if len(names) != 1 or len(teams) < 2:
-        raise GhostError(
-            f"RLlib self-play needs one behavior name played by two or more teams; this game "
-            f"has behaviors {sorted(names)} and teams {teams}"
-        )
+    behavior_name, teams, specs = _probe_game(env_config, settings, config)
     if seed is None:
         seed = config.seed if config.seed is not None else 0
     else:
         config.debugging(seed=seed)
     options = SelfPlayOptions(
-        settings=settings, teams=tuple(teams), seed=seed, behavior_name=next(iter(names)),
+        settings=settings, teams=tuple(teams), seed=seed, behavior_name=behavior_name,
         max_steps=max_steps,
     )  # fmt: skip
     # RLlib's env check steps random actions, which turn-based games refuse when illegal
@@ -101,6 +90,30 @@ def ghost_self_play(
     config.callbacks(callbacks_class=[*_user_callbacks(config), _callback_for(options)])
     config.algo_class = algo_class
     return config
+
+
+def _probe_game(
+    env_config: dict[str, Any], settings: SelfPlaySettings, config: Any
+) -> tuple[str, list[int], dict[str, RLModuleSpec]]:
+    """One arena of the game, opened to read its behavior name, its teams and the module specs
+    of its agents' spaces.
+
+    Raises:
+        GhostError: the game is not one behavior name played by two or more teams.
+    """
+    probe = GhostMultiAgentEnv(env_config)
+    try:
+        names = {BehaviorId.parse(name).name for name in probe.behavior_names}
+        teams = sorted({team_of(str(agent)) for agent in probe.possible_agents})
+        specs = _module_specs(probe, teams, settings, config)
+    finally:
+        probe.close()
+    if len(names) != 1 or len(teams) < 2:
+        raise GhostError(
+            f"RLlib self-play needs one behavior name played by two or more teams; this game "
+            f"has behaviors {sorted(names)} and teams {teams}"
+        )
+    return next(iter(names)), teams, specs
 
 
 def _exploiter_modules(settings: SelfPlaySettings) -> list[str]:
