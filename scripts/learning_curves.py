@@ -337,7 +337,8 @@ def runs_of(args: argparse.Namespace) -> Iterable[Run]:
                               budget=args.budget, opponent=opponent)  # fmt: skip
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The script's flags: what to run, how to score it, where it goes, how to report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", dest="games_", nargs="+", default=["tennis", "volley"],
                         choices=sorted(GAMES))  # fmt: skip
@@ -365,33 +366,42 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--metric", default="score", choices=["score", "win_rate"])
     parser.add_argument("--plot", type=Path, default=None, help="also draw the curves (PNG)")
-    args = parser.parse_args(argv)
-    if args.budget < CHECKPOINTS:
-        parser.error(f"--budget must be at least {CHECKPOINTS} (one step per checkpoint)")
-    args.out = args.out.absolute()
-    args.work = (args.work or args.out.parent / f"{args.out.stem}-runs").absolute()
-    if not args.summary:
-        if "mlagents" in args.trainers and not PEER_PYTHON.exists():
-            log(f"no ML-Agents venv at {PEER_PYTHON} (PEER_PYTHON): its runs are skipped; build "
-                "it with ../shared/peers/setup-mlagents.sh")  # fmt: skip
-            args.trainers = [t for t in args.trainers if t != "mlagents"]
-        if "mlagents" in args.trainers and not PEER_SCRIPT.exists():
-            log(f"no {PEER_SCRIPT} (the shared folder beside the checkout): ML-Agents' runs are "
-                "skipped")  # fmt: skip
-            args.trainers = [t for t in args.trainers if t != "mlagents"]
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        import torch
+    return parser
 
-        # a batch of a hundred observations through a small network: extra threads only wait on
-        # each other (on a busy 2-core machine they made scoring 16x slower)
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            done = {row_key(row) for row in read_rows(args.out)}
-            for run in runs_of(args):
-                measure(run, args, done)
-        finally:
-            torch.set_num_threads(threads)
+
+def available_trainers(trainers: list[str]) -> list[str]:
+    """``trainers`` without ``mlagents`` where its venv or its script is missing (said on
+    stderr)."""
+    if "mlagents" in trainers and not PEER_PYTHON.exists():
+        log(f"no ML-Agents venv at {PEER_PYTHON} (PEER_PYTHON): its runs are skipped; build "
+            "it with ../shared/peers/setup-mlagents.sh")  # fmt: skip
+        trainers = [t for t in trainers if t != "mlagents"]
+    if "mlagents" in trainers and not PEER_SCRIPT.exists():
+        log(f"no {PEER_SCRIPT} (the shared folder beside the checkout): ML-Agents' runs are "
+            "skipped")  # fmt: skip
+        trainers = [t for t in trainers if t != "mlagents"]
+    return trainers
+
+
+def measure_all(args: argparse.Namespace) -> None:
+    """Train and score every run asked for that ``--out`` does not hold yet."""
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    import torch
+
+    # a batch of a hundred observations through a small network: extra threads only wait on
+    # each other (on a busy 2-core machine they made scoring 16x slower)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        done = {row_key(row) for row in read_rows(args.out)}
+        for run in runs_of(args):
+            measure(run, args, done)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def report(args: argparse.Namespace) -> None:
+    """Print the tables of ``--out`` (and the take-off steps); draw the curves with ``--plot``."""
     rows = read_rows(args.out)
     notes = {game: entry.note for game, entry in GAMES.items() if entry.note}
     print(summarize(rows, metric=args.metric, notes=notes))
@@ -400,6 +410,19 @@ def main(argv: list[str] | None = None) -> None:
     if args.plot is not None:
         plot_curves(rows, args.plot, metric=args.metric)
         log(f"plot written to {args.plot}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.budget < CHECKPOINTS:
+        parser.error(f"--budget must be at least {CHECKPOINTS} (one step per checkpoint)")
+    args.out = args.out.absolute()
+    args.work = (args.work or args.out.parent / f"{args.out.stem}-runs").absolute()
+    if not args.summary:
+        args.trainers = available_trainers(args.trainers)
+        measure_all(args)
+    report(args)
 
 
 if __name__ == "__main__":
