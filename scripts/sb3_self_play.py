@@ -29,7 +29,7 @@ import torch
 from envs.board_players import scripted_levels
 from envs.sources import resolve_env
 from ghost.evaluation import evaluate
-from ghost.evaluation.seated import evaluate_both_seats
+from ghost.play.seated_matches import evaluate_both_seats
 
 BOARD_GAMES = {
     "tictactoe": "pettingzoo:pettingzoo.classic.tictactoe_v3",
@@ -149,7 +149,8 @@ def measure_overhead(
     return row
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The script's flags: steps and seeds of each part, games judged, which parts to run."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=100_000, help="steps per board-game run")
     parser.add_argument("--connect-four-steps", type=int, default=None)
@@ -163,11 +164,14 @@ def main() -> None:
     parser.add_argument("--overhead-games", nargs="+", default=["tictactoe", "tennis"],
                         choices=["tictactoe", "tennis"])  # fmt: skip
     parser.add_argument("--json", default=None, help="also write the rows here")
-    args = parser.parse_args()
-    torch.set_num_threads(1)
-    chosen = args.only or [*BOARD_GAMES, "tennis", "overhead"]
-    rows: list[dict[str, Any]] = []
-    for game in [g for g in BOARD_GAMES if g in chosen]:
+    return parser
+
+
+def board_rows(args: argparse.Namespace, games: list[str]) -> list[dict[str, Any]]:
+    """MaskablePPO on each board game in ``games``, ghost and naive, every seed; judged against
+    the scripted levels."""
+    rows = []
+    for game in games:
         steps = args.connect_four_steps if game == "connect_four" else None
         steps = steps or args.steps
         hidden = 256 if game == "connect_four" else 128
@@ -182,33 +186,59 @@ def main() -> None:
                 row.update(judge_board(game, model, env, games=args.games, seed=seed))
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-    if "tennis" in chosen:
-        for seed in range(args.seeds):
-            for mode in ("ghost", "latest"):
-                model, env, seconds = train_tennis(mode=mode, seed=seed, steps=args.tennis_steps)
-                row = {"game": "tennis", "algo": "PPO", "mode": mode, "seed": seed,
-                       "steps": model.num_timesteps, "steps/s": model.num_timesteps / seconds,
-                       "elo": env.state.rating}  # fmt: skip
-                row.update(judge_tennis(model, env, games=args.games, seed=seed))
-                rows.append(row)
-                print(json.dumps(row), flush=True)
+    return rows
+
+
+def tennis_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """PPO on tennis, ghost and naive, every seed; judged against the medium scripted level."""
+    rows = []
+    for seed in range(args.seeds):
+        for mode in ("ghost", "latest"):
+            model, env, seconds = train_tennis(mode=mode, seed=seed, steps=args.tennis_steps)
+            row = {"game": "tennis", "algo": "PPO", "mode": mode, "seed": seed,
+                   "steps": model.num_timesteps, "steps/s": model.num_timesteps / seconds,
+                   "elo": env.state.rating}  # fmt: skip
+            row.update(judge_tennis(model, env, games=args.games, seed=seed))
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return rows
+
+
+def overhead_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The ghost's overhead on each of ``--overhead-games``, with one opponent per swap and
+    with four."""
     overhead = []
-    if "overhead" in chosen:
-        cases = [(game, n) for game in args.overhead_games for n in (1, 4)]
-        for game, opponents in cases:
-            overhead.append(measure_overhead(
-                game, steps=args.overhead_steps, repeats=args.overhead_repeats,
-                tables=args.tables, opponents=opponents,
-            ))  # fmt: skip
-            print(json.dumps(overhead[-1]), flush=True)
+    cases = [(game, n) for game in args.overhead_games for n in (1, 4)]
+    for game, opponents in cases:
+        overhead.append(measure_overhead(
+            game, steps=args.overhead_steps, repeats=args.overhead_repeats,
+            tables=args.tables, opponents=opponents,
+        ))  # fmt: skip
+        print(json.dumps(overhead[-1]), flush=True)
+    return overhead
+
+
+def print_overhead(row: dict[str, Any]) -> None:
+    """One line of ``measure_overhead``'s row: CPU and wall rates of ghost and naive."""
+    print(f"overhead, {row['game']}, opponents_per_swap {row['opponents_per_swap']} (medians "
+          f"of {row['repeats']} x {row['steps']} steps): ghost "
+          f"{row['ghost steps/cpu s']:.0f} vs naive {row['naive steps/cpu s']:.0f} steps per "
+          f"CPU s ({100 * row['ghost slower (cpu)']:+.1f}% slower), "
+          f"{row['ghost steps/wall s']:.0f} vs {row['naive steps/wall s']:.0f} per wall s "
+          f"({100 * row['ghost slower (wall)']:+.1f}%)")  # fmt: skip
+
+
+def main() -> None:
+    args = build_parser().parse_args()
+    torch.set_num_threads(1)
+    chosen = args.only or [*BOARD_GAMES, "tennis", "overhead"]
+    rows = board_rows(args, [g for g in BOARD_GAMES if g in chosen])
+    if "tennis" in chosen:
+        rows += tennis_rows(args)
+    overhead = overhead_rows(args) if "overhead" in chosen else []
     print_table(rows)
     for row in overhead:
-        print(f"overhead, {row['game']}, opponents_per_swap {row['opponents_per_swap']} (medians "
-              f"of {row['repeats']} x {row['steps']} steps): ghost "
-              f"{row['ghost steps/cpu s']:.0f} vs naive {row['naive steps/cpu s']:.0f} steps per "
-              f"CPU s ({100 * row['ghost slower (cpu)']:+.1f}% slower), "
-              f"{row['ghost steps/wall s']:.0f} vs {row['naive steps/wall s']:.0f} per wall s "
-              f"({100 * row['ghost slower (wall)']:+.1f}%)")  # fmt: skip
+        print_overhead(row)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump({"runs": rows, "overhead": overhead}, handle, indent=1)
