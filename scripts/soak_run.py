@@ -315,45 +315,54 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    out = args.out or Path("/tmp/soak") / time.strftime("%Y%m%d-%H%M%S")
-    out.mkdir(parents=True, exist_ok=True)
-    config = out / "soak.yaml"
-    write_config(args, config)
+def ghost_learn_command(config: Path, out: Path) -> list[str]:
+    """The soak run's ``ghost-learn`` command (this venv's entry point, else ``python -m``)."""
     ghost_learn = Path(sys.executable).with_name("ghost-learn")
     launcher = (
         [str(ghost_learn)] if ghost_learn.exists() else [sys.executable, "-m", "ghost.running.cli"]
     )
-    command = [
+    return [
         *launcher,
         str(config),
         "--run-id=soak",
         f"--results-dir={out / 'results'}",
         "--force",
     ]
-    print("command:", " ".join(command), flush=True)
-    log_path = out / "ghost-learn.log"
-    duration_s, warmup_s = args.duration_min * 60, args.warmup_min * 60
+
+
+def start_run(command: list[str], log_path: Path) -> subprocess.Popen:
+    """Start ``command`` with its output in ``log_path``."""
     # A job started with `&` ignores SIGINT, and so would the trainer it starts: restore the
     # default so that SIGINT stops the run cleanly. The trainer gets its own session so that a
     # Ctrl-C at the terminal reaches only this script, which then stops the run once.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     with log_path.open("wb") as log:
-        process = subprocess.Popen(
+        return subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True
         )
-    tree, steps = ProcessTree(process.pid), StepReader(log_path)
+
+
+def sample_run(
+    process: subprocess.Popen,
+    steps: StepReader,
+    *,
+    csv_path: Path,
+    duration_s: float,
+    sample_every: float,
+) -> list[Sample]:
+    """Sample the run's processes every ``sample_every`` seconds until ``duration_s``, the run's
+    end or Ctrl-C; each sample printed and written to ``csv_path`` as it comes."""
+    tree = ProcessTree(process.pid)
     samples: list[Sample] = []
     start = time.monotonic()
-    with (out / "samples.csv").open("w", newline="") as file:
+    with csv_path.open("w", newline="") as file:
         writer = csv.writer(file)
         writer.writerow(["elapsed_s", "step", "role", "pid", "rss_kib", "fds"])
         try:
             for k in itertools.count(1):
                 # the first sample comes one interval in, once the workers are up and training;
                 # samples keep to a fixed grid (no drift) and the last one is at the duration
-                due = min(k * args.sample_every, duration_s)
+                due = min(k * sample_every, duration_s)
                 time.sleep(max(0.0, start + due - time.monotonic()))
                 elapsed = time.monotonic() - start
                 rows = sample(tree, elapsed, steps.read())
@@ -371,6 +380,23 @@ def main(argv: list[str] | None = None) -> int:
                     break
         except KeyboardInterrupt:
             print("interrupted: stopping the run and reporting the samples so far", flush=True)
+    return samples
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    out = args.out or Path("/tmp/soak") / time.strftime("%Y%m%d-%H%M%S")
+    out.mkdir(parents=True, exist_ok=True)
+    config = out / "soak.yaml"
+    write_config(args, config)
+    command = ghost_learn_command(config, out)
+    print("command:", " ".join(command), flush=True)
+    log_path = out / "ghost-learn.log"
+    duration_s, warmup_s = args.duration_min * 60, args.warmup_min * 60
+    process = start_run(command, log_path)
+    steps = StepReader(log_path)
+    samples = sample_run(process, steps, csv_path=out / "samples.csv", duration_s=duration_s,
+                         sample_every=args.sample_every)  # fmt: skip
     code = stop(process, args.stop_timeout)
     print(f"ghost-learn exit code: {code}; last step: {steps.read()}", flush=True)
     if not samples:
