@@ -17,7 +17,10 @@ host acts; what is due comes from the behavior's ``SelfPlayState`` and the run's
   (``on_team_change``);
 - *restore*: after ``SelfPlayState.load_state_dict`` the saved opponents are fielded again.
 
-What a host provides:
+A host runs its cycles through the host kit (``ghost.core.self_play_host.SelfPlayHost``), which
+owns the controller, subscribes before restoring, takes and broadcasts team changes and saves and
+restores the state; ``docs/writing-a-host.md`` gives the contract item by item. What a host
+provides:
 
 1. a ``LearnerHandle`` (the protocol below): the learner's trainer step, whether it still trains,
    a copy of its current weights, ``field`` (a team's opponents), ``act_as_learner`` (the
