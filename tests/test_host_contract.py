@@ -15,14 +15,7 @@ from tests import host_contract
 from tests.host_contract import CHECKS, Legs
 
 #: (host, check) → why that host breaks that check today: xfail(strict=True), so a fix shows up
-KNOWN_BREAKS: dict[tuple[str, str], str] = {
-    (host_contract.SB3, "saved_after_update"): (
-        "GhostCallback runs after_update for an update only at the next rollout's start "
-        "(_on_rollout_start), so the last update of every learn() call never gets one: the state "
-        "saved when learn() ends has its snapshot and swap overdue, and the resumed learn() does "
-        "not catch them up before its first update (_on_training_start clears _updated)"
-    ),
-}
+KNOWN_BREAKS: dict[tuple[str, str], str] = {}
 
 
 def checks_of(host: str) -> list:

@@ -114,6 +114,9 @@ class GhostCallback(BaseCallback):
         self.logger.record(ELO, self._env.state.rating)
 
     def _on_training_end(self) -> None:
+        if self._updated:  # learn() ends with an update: its snapshot, swap or change is due now
+            self._after_update()
+            self._updated = False
         if self.save_path is not None:
             self.save(self.save_path)
 
