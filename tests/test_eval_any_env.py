@@ -18,7 +18,7 @@ import yaml
 from mlagents_envs.base_env import ActionTuple
 
 import ghost
-from ghost.evaluation import cli_env
+from ghost.evaluation import cli_commands
 from ghost.evaluation.cli import main
 from ghost.exceptions import ConfigError
 from ghost.play.base_env_matches import EnvGames
@@ -94,7 +94,7 @@ def duel_runs(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def test_match_plays_a_callable_run_against_another_run(duel_runs, capsys, monkeypatch):
-    monkeypatch.setattr(cli_env, "MATCH_QUIET_FOR_S", 0.0)  # show the progress of any match
+    monkeypatch.setattr(cli_commands, "MATCH_QUIET_FOR_S", 0.0)  # show the progress of any match
     run, other = duel_runs
     code, out, err = ghost_eval(capsys, "match", run, "--against", other, "--episodes", "12",
                                 "--json")  # fmt: skip

@@ -230,7 +230,7 @@ def test_cli_json_is_one_object(tmp_path, capsys):
         (["match", "strong", "--against", "random"], "pass --game"),
         (["snapshots", "strong", "--game", "tennis", "--against", "weak"],
          "not inside a run folder"),
-        (["league", "strong"], "ghost-eval league needs a run folder"),
+        (["league", "strong"], "ghost-eval tournament needs a run folder"),
         (["report", "strong", "x.png"], "ghost-eval report needs a run folder"),
         (["exploit", "strong", "--steps", "10"], "ghost-eval exploit needs the folder of a run"),
         (["exploitability", "strong"], "ghost-eval exploitability needs the folder of a run"),
@@ -281,7 +281,7 @@ def test_cli_league_of_a_run(tiny_run, capsys):
     assert main(argv) == 0
     out, err = capsys.readouterr()
     players = json.loads(out)["league"]["players"]
-    assert "rock" in {player["player"] for player in players} and "league: " in err
+    assert "rock" in {player["player"] for player in players} and "tournament: " in err
 
 
 def test_cli_report_of_a_real_run(tiny_run, tmp_path, capsys):

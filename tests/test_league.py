@@ -150,10 +150,10 @@ def tennis_run(tmp_path) -> Path:
 
 
 def test_the_players_of_a_run(tennis_run, caplog):
-    players, symmetric = tournament_players(
-        tennis_run, game="tennis", include_levels=("strong", "medium", "strong")
-    )
-    assert symmetric
+    players = tournament_players(
+        [tennis_run], behaviors=["Tennis"], game="tennis",
+        include_levels=("strong", "medium", "strong"),
+    )  # fmt: skip
     assert [(p.name, p.kind) for p in players] == [
         ("snapshot-0", SNAPSHOT),
         ("snapshot-1", SNAPSHOT),
@@ -165,7 +165,9 @@ def test_the_players_of_a_run(tennis_run, caplog):
     assert "'gone'" in caplog.text and "does not exist" in caplog.text
     assert len(tournament_pairs(players, symmetric=True)) == 15
     with pytest.raises(ConfigError, match="'expert' not a scripted level of tennis"):
-        tournament_players(tennis_run, game="tennis", include_levels=("expert",))
+        tournament_players(
+            [tennis_run], behaviors=["Tennis"], game="tennis", include_levels=("expert",)
+        )
 
 
 def test_a_tennis_league_ranks_strong_above_medium_above_random(tennis_run):

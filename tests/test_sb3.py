@@ -288,7 +288,7 @@ def test_sb3_player_plays_in_ghost_evaluation():
 
     from envs.board_players import RandomLegalPolicy
     from envs.sources import resolve_env
-    from ghost.evaluation.seated import evaluate_both_seats
+    from ghost.play.seated_matches import evaluate_both_seats
 
     env = GhostVecEnv(TICTACTOE, num_arenas=2, seed=0)
     model = MaskablePPO("MlpPolicy", env, seed=0)
@@ -340,7 +340,7 @@ def test_maskable_ppo_with_the_ghost_learns_tictactoe_in_both_seats():
 
     from envs.board_players import RandomLegalPolicy
     from envs.sources import resolve_env
-    from ghost.evaluation.seated import evaluate_both_seats
+    from ghost.play.seated_matches import evaluate_both_seats
 
     settings = {"save_steps": 2500, "swap_steps": 1250, "team_change": 10000, "window": 10}
     env = GhostVecEnv(TICTACTOE, num_arenas=64, seed=0, self_play=settings)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from ghost.evaluation.cli_common import (
     ray_games,
     resolve_policy,
 )
-from ghost.evaluation.cli_format import format_result, format_snapshots
+from ghost.evaluation.cli_format import format_any, format_snapshots
 from ghost.evaluation.pictures import PAYOFFS_FILE, PLOTS_HINT, RATINGS_FILE
 from ghost.evaluation.progress import ProgressLine
 from ghost.exceptions import ConfigError
@@ -66,83 +67,48 @@ def add_match(commands: Any) -> None:
 
 
 def match(args: argparse.Namespace, out: Output) -> None:
-    """``ghost-eval match``: POLICY against a level, a policy, or each snapshot of its run."""
-    from ghost.evaluation import cli_env
-    from ghost.play import head_to_head
+    """``ghost-eval match``: POLICY against a level, a policy, or each snapshot of its run.
+
+    Args:
+        args: the parsed command line.
+        out: what the call prints; gets the result.
+    """
+    from ghost.evaluation import cli_venue
 
     policy, run_root = resolve_policy(args.policy)
-    if cli_env.plays_env(args, run_root):  # a Unity build or module:callable run
-        return cli_env.match(args, run_root, out)
-    if args.ray_address and args.against != SNAPSHOTS:
+    if cli_venue.plays_env(args, run_root):  # a Unity build or module:callable run
+        cli_venue.check_env_command(args, run_root, against=args.against, snapshots=True)
+    elif args.ray_address and args.against != SNAPSHOTS:
         raise ConfigError(
             "--ray-address plays many evaluations at once: it goes with --against snapshots, "
             "ghost-eval snapshots or ghost-eval tournament"
         )
-    if _seated(args, run_root):
-        assert run_root is not None
-        return _seated_match(args, run_root, out)
-    game = _game(args, run_root)
-    _note_finals(out, [policy, args.against], game)
-    if args.against == SNAPSHOTS:
-        replay_opponent = _against_snapshots(args, game, policy, run_root, out)
-    else:
-        replay_opponent = args.against
-        with progress_line(args, "match", unit="episodes", quiet_for_s=MATCH_QUIET_FOR_S) as line:
-            result = head_to_head.evaluate(
-                game=game, policy=policy, opponent=args.against, side=args.side,
-                progress=line, **play_options(args),
-            )  # fmt: skip
-        out.data.update(result.to_dict())
-        out.text.append(format_result(result))
+    elif cli_venue.is_seated(args, run_root):
+        if args.record or args.side or args.against == SNAPSHOTS:
+            raise ConfigError(
+                "in OpenSpiel/PettingZoo runs, match plays the final policy in every seat; "
+                "--record, --side and --against snapshots are for built-in games"
+            )
+        policy = run_root  # its final policy of every seat's behavior
+    with closing(cli_venue.open_for(args, run_root)) as venue:
+        if venue.builtin_game is not None:
+            _note_finals(out, [policy, args.against], venue.builtin_game)
+        if args.against == SNAPSHOTS:
+            opponent = _against_snapshots(args, venue, policy, run_root, out)
+        else:
+            opponent = args.against
+            with progress_line(
+                args, "match", unit="episodes", quiet_for_s=MATCH_QUIET_FOR_S
+            ) as line:
+                result = venue.play(
+                    policy=policy, opponent=args.against, episodes=args.episodes,
+                    seed=args.seed, side=args.side, deterministic=args.deterministic,
+                    progress=line,
+                )  # fmt: skip
+            out.data.update(result.to_dict())
+            out.text.append(format_any(result))
     if args.record:
-        _record(args, game, policy, replay_opponent, out)
-
-
-def _seated(args: argparse.Namespace, run_root: Path | None) -> bool:
-    """Whether POLICY is a run on an OpenSpiel or PettingZoo game (and no --game says otherwise)."""
-    if run_root is None or args.game:
-        return False
-    from ghost.evaluation.seated_runs import run_env_path
-
-    return run_env_path(run_root) is not None
-
-
-def _seated_match(args: argparse.Namespace, run_root: Path, out: Output) -> None:
-    """A run on an OpenSpiel/PettingZoo game: its final policy in every seat in turn."""
-    from ghost.evaluation import seated_runs
-    from ghost.evaluation.seated import format_both_seats
-
-    if args.record or args.side or args.against == SNAPSHOTS:
-        raise ConfigError(
-            "in OpenSpiel/PettingZoo runs, match plays the final policy in every seat; "
-            "--record, --side and --against snapshots are for built-in games"
-        )
-    result = seated_runs.evaluate_run(
-        run_root, args.against, games=args.episodes, seed=args.seed,
-        deterministic=args.deterministic,
-    )  # fmt: skip
-    out.data.update(result.to_dict())
-    out.text.append(format_both_seats(result))
-
-
-def _game(args: argparse.Namespace, run_root: Path | None) -> str:
-    """--game, or the game of POLICY's run; checked."""
-    from ghost.evaluation import report
-    from ghost.play import matches
-    from ghost.play.run_record import RunRecord
-
-    game = args.game or (report.run_game(run_root) if run_root is not None else None)
-    if game is None:
-        games = ", ".join(sorted(matches.BUILTIN_GAMES))
-        note = RunRecord(run_root).host.game_note if run_root is not None else None
-        raise ConfigError(
-            f"cannot tell the game of {Path(args.policy)}: {note} (built-in games: {games})"
-            if note
-            else f"cannot tell the game of {Path(args.policy)}; pass --game (one of {games}) or "
-            "--env (a Unity build or module:callable)"
-        )
-    matches.check_game(game)
-    return game
+        _record(args, venue.label, policy, opponent, out)
 
 
 def _note_finals(out: Output, players: list[Any], game: str) -> None:
@@ -176,29 +142,62 @@ def _note(out: Output, notes: list[str]) -> None:
 
 
 def _against_snapshots(
-    args: argparse.Namespace, game: str, policy: Any, run_root: Path | None, out: Output
-) -> str:
+    args: argparse.Namespace, venue: Any, policy: Any, run_root: Path | None, out: Output
+) -> str | None:
     """POLICY against each snapshot of its run; the newest snapshot, the opponent of a replay."""
-    from ghost.evaluation import report
-    from ghost.evaluation.snapshots import evaluate_against_snapshots
-    from ghost.play import matches
+    from ghost.evaluation.snapshots import play_snapshots
+    from ghost.play.run_record import RunRecord
 
-    if run_root is None:
+    if run_root is None and venue.builtin_game is not None:
         raise ConfigError(f"{args.policy} is not inside a run folder, which has the snapshots")
+    run_root = need_run(args, run_root)
     with progress_line(args, "snapshots", unit="snapshots") as progress:
-        rows = evaluate_against_snapshots(
-            game=game, policy=policy, run_dir=run_root, side=args.side,
+        evaluations = play_snapshots(
+            venue, run_root, other=policy, snapshots_play="opponent", side=args.side,
             games=ray_games(args.ray_address), progress=progress, **play_options(args),
         )  # fmt: skip
-    title = f"{game}: {rows[0].result.policy} vs each snapshot of {run_root}"
-    out.data["game"] = game
-    out.data["evaluations"] = [row.to_dict() for row in rows]
-    out.text.append(format_snapshots(title, rows, snapshot_is_policy=False))
-    snapshots = report.run_snapshots(run_root, matches.opponent_behavior(game, args.side))
-    return str(snapshots[-1].path)
+    behaviors = [b for b, _ in venue.snapshot_sides(snapshots_play="opponent", side=args.side)]
+    _add_snapshots(out, venue, evaluations, run_root=run_root, behavior=behaviors[0],
+                   snapshot_is_policy=False)  # fmt: skip
+    return str(RunRecord(run_root).snapshots(behaviors[0])[-1].path)
+
+
+def _add_snapshots(
+    out: Output,
+    venue: Any,
+    evaluations: list[Any],
+    *,
+    run_root: Path,
+    behavior: str,
+    snapshot_is_policy: bool,
+) -> None:
+    """One table per behavior with snapshots. In a built-in game (one behavior) the title names
+    the behavior and the run, and JSON holds its rows; elsewhere each row in JSON names the
+    snapshots it came from (``snapshots_of``)."""
+    out.data["game"] = venue.label
+    if venue.builtin_game is not None:
+        (evaluation,) = evaluations
+        first = evaluation[0].result
+        title = (
+            f"{venue.label}: each snapshot of {behavior} in {run_root} vs {first.opponent}"
+            if snapshot_is_policy
+            else f"{venue.label}: {first.policy} vs each snapshot of {run_root}"
+        )
+        out.data["evaluations"] = [row.to_dict() for row in evaluation]
+        out.text.append(format_snapshots(title, evaluation, snapshot_is_policy=snapshot_is_policy))
+        return
+    out.data["evaluations"] = []
+    for evaluation in evaluations:
+        title = f"{venue.label}: {evaluation.policy} vs {evaluation.opponent}"
+        out.text.append(format_snapshots(title, evaluation, snapshot_is_policy=snapshot_is_policy))
+        snapshots_of = evaluation.policy if snapshot_is_policy else evaluation.opponent
+        out.data["evaluations"] += [
+            {**row.to_dict(), "snapshots_of": snapshots_of} for row in evaluation
+        ]
 
 
 def _record(args: argparse.Namespace, game: str, policy: Any, opponent: Any, out: Output) -> None:
+    """``--record``: a replay GIF of POLICY against OPPONENT in one arena of ``game``."""
     from ghost.evaluation.replay import record_match
 
     replay = record_match(
@@ -253,42 +252,55 @@ def add_snapshots(commands: Any) -> None:
 
 
 def snapshots(args: argparse.Namespace, out: Output) -> None:
-    """``ghost-eval snapshots``: each snapshot of RUN against OPPONENT."""
-    from ghost.evaluation import cli_env
-    from ghost.evaluation.snapshots import evaluate_run
-    from ghost.play import matches
+    """``ghost-eval snapshots``: each snapshot of RUN against OPPONENT.
+
+    Args:
+        args: the parsed command line.
+        out: what the call prints; gets one row per snapshot.
+    """
+    from ghost.evaluation import cli_venue
+    from ghost.evaluation.snapshots import play_snapshots
 
     policy, run_root = resolve_policy(args.policy)
-    if cli_env.plays_env(args, run_root):  # a Unity build or module:callable run
-        return cli_env.snapshots(args, run_root, out)
+    env = cli_venue.plays_env(args, run_root)  # a Unity build or module:callable run
+    against = args.against if args.against is not None or run_root is None else str(run_root)
+    if env:
+        cli_venue.check_env_command(
+            args, need_run(args, run_root), against=against, snapshots=False
+        )
+    _check_snapshots_command(args, run_root, env=env)
+    with closing(cli_venue.open_for(args, run_root)) as venue:
+        if run_root is None:
+            raise ConfigError(f"{args.policy} is not inside a run folder, which has the snapshots")
+        if venue.builtin_game is not None:
+            _note_finals(out, [against], venue.builtin_game)
+        with progress_line(args, "snapshots", unit="snapshots") as progress:
+            evaluations = play_snapshots(
+                venue, run_root, other=against, snapshots_play="policy", side=args.side,
+                games=ray_games(args.ray_address), progress=progress, **play_options(args),
+            )  # fmt: skip
+        sides = venue.snapshot_sides(snapshots_play="policy", side=args.side)
+        _add_snapshots(out, venue, evaluations, run_root=run_root, behavior=sides[0][0],
+                       snapshot_is_policy=True)  # fmt: skip
+    if args.record:
+        _record(args, venue.label, policy, against, out)
+
+
+def _check_snapshots_command(args: argparse.Namespace, run_root: Path | None, *, env: bool) -> None:
+    """``--against snapshots`` and seated runs are refused, each in one line."""
+    from ghost.evaluation import cli_venue
+
     if args.against == SNAPSHOTS:
         raise ConfigError(
             "ghost-eval snapshots plays the run's snapshots; --against must be another player, "
             "not 'snapshots' (for the final policy vs each snapshot: ghost-eval match RUN "
             "--against snapshots)"
         )
-    if _seated(args, run_root):
+    if not env and cli_venue.is_seated(args, run_root):
         raise ConfigError(
             "snapshots is for runs on built-in games; in OpenSpiel/PettingZoo runs use "
             "ghost-eval match RUN --against OPPONENT or ghost-eval exploitability RUN"
         )
-    game = _game(args, run_root)
-    if run_root is None:
-        raise ConfigError(f"{args.policy} is not inside a run folder, which has the snapshots")
-    against = args.against if args.against is not None else str(run_root)
-    behavior = matches.policy_behavior(game, args.side)
-    _note_finals(out, [against], game)
-    with progress_line(args, "snapshots", unit="snapshots") as progress:
-        rows = evaluate_run(
-            run_root, behavior, opponent=against, game=game,
-            games=ray_games(args.ray_address), progress=progress, **play_options(args),
-        )  # fmt: skip
-    title = f"{game}: each snapshot of {behavior} in {run_root} vs {rows[0].result.opponent}"
-    out.data["game"] = game
-    out.data["evaluations"] = [row.to_dict() for row in rows]
-    out.text.append(format_snapshots(title, rows, snapshot_is_policy=True))
-    if args.record:
-        _record(args, game, policy, against, out)
 
 
 # -- tournament ----------------------------------------------------------------------------------
@@ -351,9 +363,8 @@ def tournament(args: argparse.Namespace, out: Output) -> None:
         args: the parsed command line.
         out: what the call prints; gets the table and, in JSON, the tournament's plain form.
     """
-    from ghost.evaluation import cli_env
     from ghost.evaluation.pictures import missing_matplotlib
-    from ghost.evaluation.tournament import format_tournament, play_tournament
+    from ghost.evaluation.tournament import format_tournament
 
     _, run_root = resolve_policy(args.policy)
     plots = getattr(args, "plots", None)  # the flag form has no --plots
@@ -364,34 +375,40 @@ def tournament(args: argparse.Namespace, out: Output) -> None:
         _make_plots_folder(Path(plots))
     word = _json_word(args)
     with progress_line(args, "tournament", unit="pairs") as line:
-        if cli_env.plays_env(args, run_root):  # a Unity build or module:callable run
-            table = cli_env.tournament(args, run_root, progress=_pair_progress(line))
-        else:
-            _note_tournament_finals(out, need_run(args, run_root), args.game)
-            table = play_tournament(
-                need_run(args, run_root),
-                games_per_pair=40 if args.games_per_pair is None else args.games_per_pair,
-                include_levels=[lv.strip() for lv in args.include_levels.split(",") if lv.strip()],
-                seed=args.seed,
-                game=args.game,
-                num_arenas=args.num_arenas,
-                deterministic=args.deterministic,
-                progress=_pair_progress(line),
-                games=ray_games(args.ray_address),
-            )
+        table = _hold_tournament(args, run_root, out, progress=_pair_progress(line))
     out.data[word] = table.to_dict()
     out.text.append(format_tournament(table))
     _keep_and_draw_tournament(out, run_root, word=word, plots=None if missing else plots)
 
 
-def _note_tournament_finals(out: Output, run_root: Path, game: str | None) -> None:
-    """The final-policy notes of the run (``_note_finals``), when its game is known."""
-    from ghost.play import matches
-    from ghost.play.run_record import RunRecord
+def _hold_tournament(
+    args: argparse.Namespace, run_root: Path | None, out: Output, *, progress: Any
+) -> Any:
+    """The tournament of RUN (and the other RUNs of a Unity build or ``module:callable``
+    environment) in its venue."""
+    from ghost.evaluation import cli_venue
+    from ghost.evaluation.tournament import hold_tournament, tournament_game
 
-    game = game or RunRecord(run_root).builtin_game
-    if game in matches.BUILTIN_GAMES:  # else play_tournament says what is wrong
-        _note_finals(out, [run_root], game)
+    if cli_venue.plays_env(args, run_root):
+        runs = cli_venue.tournament_runs(args, run_root)
+    else:
+        runs = [need_run(args, run_root)]
+        if cli_venue.is_seated(args, runs[0]):
+            raise ConfigError(
+                "tournaments are for runs on built-in games, Unity builds and module:callable "
+                "environments; in OpenSpiel/PettingZoo runs use ghost-eval match RUN --against "
+                "OPPONENT or ghost-eval exploitability RUN"
+            )
+        args.game = tournament_game(runs[0], args.game)  # the run's game, said as before
+        _note_finals(out, runs, args.game)
+    with closing(cli_venue.open_for(args, runs[0])) as venue:
+        return hold_tournament(
+            venue, runs,
+            games_per_pair=40 if args.games_per_pair is None else args.games_per_pair,
+            include_levels=[lv.strip() for lv in args.include_levels.split(",") if lv.strip()],
+            seed=args.seed, deterministic=args.deterministic, progress=progress,
+            games=ray_games(args.ray_address),
+        )  # fmt: skip
 
 
 def _make_plots_folder(folder: Path) -> None:

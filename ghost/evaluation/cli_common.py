@@ -234,13 +234,16 @@ def need_run(args: argparse.Namespace, run_root: Path | None) -> Path:
 
 
 def play_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The keyword arguments of an evaluation that ``add_play_options`` asked for."""
-    return {
-        "episodes": args.episodes,
-        "seed": args.seed,
-        "num_arenas": args.num_arenas,
-        "deterministic": args.deterministic,
-    }
+    """The keyword arguments of a venue's games that ``add_play_options`` asked for (its
+    ``--num-arenas`` goes to the venue itself).
+
+    Args:
+        args: the parsed command line.
+
+    Returns:
+        ``episodes``, ``seed`` and ``deterministic``.
+    """
+    return {"episodes": args.episodes, "seed": args.seed, "deterministic": args.deterministic}
 
 
 def ray_games(ray_address: str | None) -> Any:

@@ -1,10 +1,13 @@
-"""How ``ghost-eval`` prints an evaluation: a W/D/L table, or one row per snapshot."""
+"""How ``ghost-eval`` prints an evaluation: a W/D/L table, one row per snapshot, or one row per
+seat of a turn-based game."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
+
+from ghost.play.seated_matches import SeatResult
 
 
 def _number(value: float | None, digits: int = 3) -> str:
@@ -86,3 +89,51 @@ def format_snapshots(title: str, evaluations: Sequence[Any], *, snapshot_is_poli
             f"{_probabilities(first.policy_probabilities)}"
         )
     return "\n".join(lines)
+
+
+class SeatResults(Protocol):
+    """Per-seat results with the players' labels: ``BothSeats``, or a seated run's
+    ``ghost.evaluation.run_evaluation.RunEvaluation``."""
+
+    @property
+    def policy(self) -> str: ...
+
+    @property
+    def opponent(self) -> str: ...
+
+    @property
+    def seats(self) -> tuple[SeatResult, ...]: ...
+
+    @property
+    def win_rate(self) -> float: ...
+
+    @property
+    def mean_reward(self) -> float: ...
+
+
+def format_both_seats(result: SeatResults) -> str:
+    """A small table: per seat games, W/D/L, win rate and mean reward."""
+    lines = [
+        f"{result.policy} vs {result.opponent}",
+        f"{'seat':>4} {'games':>6} {'W':>6} {'D':>6} {'L':>6} {'win rate':>9} {'mean reward':>12}",
+    ]
+    for s in result.seats:
+        lines.append(
+            f"{s.seat:>4} {s.games:>6} {s.wins:>6} {s.draws:>6} {s.losses:>6} "
+            f"{s.win_rate:>9.3f} {s.mean_reward:>12.3f}"
+        )
+    lines.append(f"all seats: win rate {result.win_rate:.3f}, mean reward {result.mean_reward:.3f}")
+    return "\n".join(lines)
+
+
+def format_any(result: Any) -> str:
+    """A venue's result as its table: per seat for a seated game (``format_both_seats``), else
+    W/D/L with intervals (``format_result``).
+
+    Args:
+        result: ``EvaluationResult`` or ``BothSeats``.
+
+    Returns:
+        The table.
+    """
+    return format_both_seats(result) if hasattr(result, "seats") else format_result(result)

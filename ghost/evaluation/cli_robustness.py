@@ -81,7 +81,7 @@ def add_exploit(commands: Any) -> None:
 def exploit(args: argparse.Namespace, out: Output) -> None:
     """``ghost-eval exploit``: an exploiter trained against RUN, then scored."""
     from ghost.evaluation import exploiter, report, seated_runs
-    from ghost.evaluation.seated import format_both_seats
+    from ghost.evaluation.cli_format import format_both_seats
 
     _, run_root = resolve_policy(args.policy)
     seated = run_root is not None and seated_runs.run_env_path(run_root) is not None

@@ -16,8 +16,8 @@ from typing import Any, NamedTuple, overload
 import attrs
 import numpy as np
 
-from ghost.evaluation.seated import BothSeats, SeatResult
 from ghost.play.head_to_head import EvaluationResult
+from ghost.play.seated_matches import BothSeats, SeatResult
 
 
 class SnapshotEvaluation(NamedTuple):

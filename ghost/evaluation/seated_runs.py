@@ -14,86 +14,46 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import attrs
-
-from envs.behavior_id import BehaviorId
-from envs.board_players import scripted_levels
 from envs.openspiel import OpenSpielSource, load_game, seat_behaviors
-from envs.seated_game import Seat, SeatedGame
-from envs.sources import resolve_env
 from ghost.evaluation.run_evaluation import RunEvaluation
-from ghost.evaluation.seated import Player, evaluate_both_seats
 from ghost.exceptions import ConfigError
 from ghost.play.exploitability import table_probabilities
 from ghost.play.run_record import RunRecord
+from ghost.play.seated_matches import SeatedVenue, run_players, seat_names
 from trainers.policy import load_policy
 
 
 def run_env_path(run_root: Path) -> str | None:
-    """The run's ``env_settings.env_path`` when it is an OpenSpiel or PettingZoo game
-    (``RunRecord.seated_env_path``)."""
+    """The run's ``env_settings.env_path`` when it is an OpenSpiel or PettingZoo game.
+
+    Args:
+        run_root: the run folder.
+
+    Returns:
+        ``RunRecord.seated_env_path``.
+    """
     return RunRecord(run_root).seated_env_path
-
-
-def seat_names(seats: list[BehaviorId] | tuple[Seat, ...]) -> list[str]:
-    """The behavior name (``Name``) of each seat."""
-    return [s.behavior.name if isinstance(s, Seat) else s.name for s in seats]
-
-
-def _open(env_path: str, copies: int, seed: int = 0) -> SeatedGame:
-    """The game of ``env_path`` with ``copies`` tables."""
-    return attrs.evolve(resolve_env(env_path), copies=copies)(worker_id=0, seed=seed)
-
-
-def run_players(run_root: Path, names: list[str]) -> dict[int, Player]:
-    """Seat → the run's final policy of that seat's behavior (``names``: one per seat)."""
-    run = RunRecord(run_root)
-    loaded: dict[str, Player] = {}
-    for name in names:
-        if name not in loaded:
-            loaded[name] = run.final_policy(name)
-    return {seat: loaded[name] for seat, name in enumerate(names)}
-
-
-def opponent_players(spec: str, seats: tuple[Seat, ...], *, seed: int) -> dict[int, Player]:
-    """Seat → player for ``spec``: a scripted level, a policy file, or a run folder."""
-    path = Path(spec)
-    if path.is_dir():
-        return run_players(path, seat_names(seats))
-    if path.is_file():
-        policy = load_policy(path)
-        return dict.fromkeys(range(len(seats)), policy)
-    game = seats[0].behavior.name
-    levels = scripted_levels(game)
-    if spec not in levels:
-        raise ConfigError(
-            f"opponent {spec!r} is not a policy file, a run folder or a scripted level of "
-            f"{game} ({', '.join(levels)})"
-        )
-    return {
-        index: levels[spec](action_spec=seat.action_spec, seed=seed + index)
-        for index, seat in enumerate(seats)
-    }
 
 
 def evaluate_run(
     run_root: Path, opponent: str, *, games: int, seed: int, deterministic: bool
 ) -> RunEvaluation:
-    """``--against``: the run's final policy in each seat against ``opponent``."""
+    """The run's final policy in each seat against ``opponent`` (``SeatedVenue.play``).
+
+    Args:
+        run_root: the run folder.
+        opponent: a scripted level, a policy file or a run folder.
+        games: finished games per seat.
+        seed: seeds the game and the scripted levels.
+        deterministic: the run's policy takes its most likely action.
+
+    Returns:
+        The per-seat results.
+    """
     env_path = run_env_path(run_root)
     assert env_path is not None
-    copies = min(games, 64)
-    probe = _open(env_path, 1)
-    seats = probe.seats
-    probe.close()
-    both = evaluate_both_seats(
-        lambda seed: _open(env_path, copies, seed),
-        policy=run_players(run_root, seat_names(seats)),
-        opponent=opponent_players(opponent, seats, seed=seed),
-        games=games,
-        seed=seed,
-        labels=(str(run_root), opponent),
-        deterministic=deterministic,
+    both = SeatedVenue(env_path=env_path).play(
+        policy=run_root, opponent=opponent, episodes=games, seed=seed, deterministic=deterministic
     )
     return RunEvaluation.of_seats(Path(run_root), both)
 

@@ -1,34 +1,146 @@
-"""A run's snapshots against one player: its progress, or a policy against its past.
+"""A run's snapshots against one player, in any venue: its progress, or a policy against its past.
 
-``evaluate_run`` plays every snapshot of one behavior against a fixed opponent (a scripted
-level, say); ``evaluate_against_snapshots`` plays a policy against every snapshot of the
-behavior on the other side. Each game is ``ghost.play.head_to_head.evaluate``; the snapshots and
-their steps and ratings come from ``ghost.play.run_record.RunRecord``, whichever host trained the
-run (ghost-learn, mlagents-learn, SB3, RLlib: ``ghost.play.run_layouts``), and each snapshot
-plays as its host's policy (``ghost.play.host_policies``).
+``play_snapshots`` plays every snapshot of a run against one player (``snapshots_play="policy"``:
+a scripted level, the run's final policy), or one player against every snapshot
+(``"opponent"``), in any ``ghost.play.venue.Venue``: the venue says which behaviors' snapshots
+play and on what side. The snapshots, their steps and ratings come from
+``ghost.play.run_record.RunRecord``, whichever host trained the run (ghost-learn,
+mlagents-learn, SB3, RLlib: ``ghost.play.run_layouts``). ``evaluate_run`` and
+``evaluate_against_snapshots`` are the same for a built-in game, from Python.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from envs.behavior_id import BehaviorId
 from envs.games import BUILTIN_GAMES
 from ghost.evaluation.progress import play_all
 from ghost.evaluation.run_evaluation import RunEvaluation, SnapshotEvaluation
-from ghost.exceptions import ConfigError
+from ghost.exceptions import ConfigError, RunDirectoryError
+from ghost.play.arena_venue import ArenaVenue
 from ghost.play.game_runner import GameRunner, InlineGames
-from ghost.play.head_to_head import evaluate
-from ghost.play.matches import opponent_behavior
 from ghost.play.run_record import RunRecord, SnapshotInfo
+from ghost.play.venue import SnapshotsPlay, Venue
+
+logger = logging.getLogger(__name__)
 
 #: told ``(done, total)`` as evaluations finish
 Progress = Callable[[int, int], None]
 
 
-def _game_of(run_dir: Path, game: str | None) -> str:
+def play_snapshots(
+    venue: Venue,
+    run_dir: str | Path,
+    *,
+    other: Any,
+    snapshots_play: SnapshotsPlay,
+    side: str | None = None,
+    episodes: int = 200,
+    seed: int = 0,
+    deterministic: bool = False,
+    games: GameRunner | None = None,
+    progress: Progress | None = None,
+) -> list[RunEvaluation]:
+    """Every snapshot of ``run_dir`` against ``other``, oldest first: one ``RunEvaluation`` per
+    behavior whose snapshots the venue plays (``Venue.snapshot_sides``).
+
+    Args:
+        venue: where the games are played.
+        run_dir: the run folder.
+        other: the player the snapshots meet.
+        snapshots_play: ``"policy"``: each snapshot is the evaluated policy and ``other`` its
+            opponent; ``"opponent"``: ``other`` is the evaluated policy, each snapshot its
+            opponent.
+        side: the behavior the evaluated policy plays (default: the venue's).
+        episodes: games per snapshot.
+        seed: seeds every snapshot's games alike.
+        deterministic: the evaluated policy takes its most likely action.
+        games: where the games are played (``RayGames``: all at once, as Ray tasks; a venue that
+            holds an environment open plays here); default one after the other in this process.
+        progress: told ``(snapshots done, snapshots in all)`` as each one finishes.
+
+    Returns:
+        The evaluations, one per behavior with snapshots.
+
+    Raises:
+        RunDirectoryError: the run has no snapshots to play.
+    """
+    run = RunRecord(run_dir)
+    plans: list[tuple[str, Any, list[SnapshotInfo]]] = []
+    for behavior, play_side in venue.snapshot_sides(snapshots_play=snapshots_play, side=side):
+        try:
+            plans.append((behavior, play_side, run.snapshots(behavior)))
+        except RunDirectoryError as error:
+            if venue.builtin_game is not None:
+                raise
+            logger.info("%s", error)
+    shared = {"episodes": episodes, "seed": seed, "deterministic": deterministic}
+    calls = [
+        {**shared, "side": play_side, "policy": snapshot.path, "opponent": other}
+        if snapshots_play == "policy"
+        else {**shared, "side": play_side, "policy": other, "opponent": snapshot.path}
+        for _, play_side, snapshots in plans
+        for snapshot in snapshots
+    ]
+    results = iter(
+        play_all(
+            games if games is not None else InlineGames(),
+            venue.play,
+            calls,
+            progress=None if progress is None else lambda done, total, _: progress(done, total),
+        )  # fmt: skip
+    )
+    evaluations = [
+        _evaluation(venue, Path(run_dir), behavior, snapshots, results, snapshots_play)
+        for behavior, _, snapshots in plans
+        if snapshots
+    ]
+    if not evaluations:
+        raise RunDirectoryError(
+            f"run {run_dir} has no snapshots of {', '.join(venue.behaviors)} to play"
+            + (f" on side {side}" if side else "")
+            + "; snapshots exist only for behaviors trained with self_play"
+        )
+    return evaluations
+
+
+def _evaluation(
+    venue: Venue,
+    run_dir: Path,
+    behavior: str,
+    snapshots: list[SnapshotInfo],
+    results: Any,
+    snapshots_play: SnapshotsPlay,
+) -> RunEvaluation:
+    """The rows of ``behavior``'s snapshots (their results taken from ``results`` in order),
+    labelled: the run on the snapshots' side (and the behavior, where a venue may play several),
+    the other player as the games named it."""
+    rows = tuple(
+        SnapshotEvaluation(snapshot.snapshot_id, snapshot.step, snapshot.rating, next(results))
+        for snapshot in snapshots
+    )
+    own = str(run_dir) if venue.builtin_game is not None else f"{run_dir} ({behavior} snapshots)"
+    first = rows[0].result
+    policy, opponent = (own, first.opponent) if snapshots_play == "policy" else (first.policy, own)
+    return RunEvaluation(run=run_dir, policy=policy, opponent=opponent, snapshots=rows)
+
+
+def run_game(run_dir: Path, game: str | None) -> str:
+    """``game``, or else the built-in game the run trained on.
+
+    Args:
+        run_dir: the run folder.
+        game: the built-in game, when given.
+
+    Returns:
+        The game.
+
+    Raises:
+        ConfigError: the run did not train on a built-in game and none is given.
+    """
     if game is not None:
         return game
     run = RunRecord(run_dir)
@@ -36,7 +148,7 @@ def _game_of(run_dir: Path, game: str | None) -> str:
         raise ConfigError(
             f"run {run_dir} trained on {run.base_env_path}, not a built-in game: play its "
             "snapshots with ghost-eval snapshots RUN, or in Python with "
-            "ghost.evaluation.env_evaluation.evaluate_snapshots"
+            "ghost.evaluation.snapshots.play_snapshots in ghost.play.venues.open_venue's venue"
         )
     if run.builtin_game is None:
         why = run.host.game_note or (
@@ -48,57 +160,6 @@ def _game_of(run_dir: Path, game: str | None) -> str:
             f"{', '.join(sorted(BUILTIN_GAMES))})"
         )
     return run.builtin_game
-
-
-def _evaluate_snapshots(
-    run_dir: Path,
-    snapshots: Sequence[SnapshotInfo],
-    *,
-    snapshots_play: Literal["policy", "opponent"],
-    other: Any,
-    game: str,
-    side: str | None,
-    episodes: int,
-    seed: int,
-    num_arenas: int | None,
-    deterministic: bool,
-    games: GameRunner | None,
-    progress: Progress | None,
-) -> RunEvaluation:
-    """One ``evaluate`` per snapshot of ``run_dir``, in the order given, each against ``other``.
-
-    :param snapshots_play: ``"policy"``: each snapshot is the evaluated policy and ``other`` its
-        opponent; ``"opponent"``: ``other`` is the evaluated policy, each snapshot its opponent.
-    :param side: the behavior the evaluated policy plays (see ``evaluate``).
-    :param games: where the evaluations are played (``RayGames``: all at once, as Ray tasks);
-        default one after the other in this process.
-    :param progress: called with ``(snapshots done, snapshots in all)`` as each one finishes.
-    """
-    shared = {"game": game, "episodes": episodes, "seed": seed, "num_arenas": num_arenas,
-              "deterministic": deterministic, "side": side}  # fmt: skip
-    calls = [
-        {**shared, "policy": snapshot.path, "opponent": other}
-        if snapshots_play == "policy"
-        else {**shared, "policy": other, "opponent": snapshot.path}
-        for snapshot in snapshots
-    ]
-    results = play_all(
-        games if games is not None else InlineGames(), evaluate, calls,
-        progress=None if progress is None else lambda done, total, _: progress(done, total),
-    )  # fmt: skip
-    rows = tuple(
-        SnapshotEvaluation(snapshot.snapshot_id, snapshot.step, snapshot.rating, results[index])
-        for index, snapshot in enumerate(snapshots)
-    )
-    # the run's label on the snapshots' side; the other player's as ``evaluate`` named it
-    other_label = str(other)
-    if rows:
-        first = rows[0].result
-        other_label = first.opponent if snapshots_play == "policy" else first.policy
-    labels = (str(run_dir), other_label)
-    if snapshots_play == "opponent":
-        labels = labels[::-1]
-    return RunEvaluation(run=run_dir, policy=labels[0], opponent=labels[1], snapshots=rows)
 
 
 def evaluate_run(
@@ -114,30 +175,31 @@ def evaluate_run(
     games: GameRunner | None = None,
     progress: Progress | None = None,
 ) -> RunEvaluation:
-    """Evaluate every snapshot of ``behavior`` in a run against one ``opponent``, oldest first.
+    """Every snapshot of ``behavior`` in a run on a built-in game against one ``opponent``,
+    oldest first (``play_snapshots``): the run's progress, against a scripted level say.
 
-    Shows a run's progress, e.g. against a scripted level. Steps and ratings come from the run's
-    latest checkpoint (``None`` when it has none). The snapshots play ``behavior``'s side.
+    Args:
+        run_dir: the run folder.
+        behavior: the behavior whose snapshots play (its side: ``Goalie``, ``Tennis?team=1``).
+        opponent: the player they meet.
+        game: the built-in game; default the run's ``env_settings.env_path``.
+        episodes: games per snapshot.
+        seed: seeds every snapshot's games alike.
+        num_arenas: matches played at once; default ``min(episodes, 32)``.
+        deterministic: the snapshots take their most likely action.
+        games: where the games are played (``RayGames``: as Ray tasks).
+        progress: told ``(snapshots done, snapshots in all)`` as each one finishes.
 
-    :param game: the built-in game; default the run's ``env_settings.env_path``.
-    :param progress: called with ``(snapshots done, snapshots in all)`` as each one finishes.
+    Returns:
+        One row per snapshot; steps and ratings from the run's latest checkpoint (``None``
+        without one).
     """
     run_dir = Path(run_dir)
-    game = _game_of(run_dir, game)
-    return _evaluate_snapshots(
-        run_dir,
-        RunRecord(run_dir).snapshots(BehaviorId.parse(behavior).name),
-        snapshots_play="policy",
-        other=opponent,
-        game=game,
-        side=behavior,
-        episodes=episodes,
-        seed=seed,
-        num_arenas=num_arenas,
-        deterministic=deterministic,
-        games=games,
-        progress=progress,
-    )
+    venue = ArenaVenue.of_game(run_game(run_dir, game), num_arenas=num_arenas)
+    return play_snapshots(
+        venue, run_dir, other=opponent, snapshots_play="policy", side=behavior,
+        episodes=episodes, seed=seed, deterministic=deterministic, games=games, progress=progress,
+    )[0]  # fmt: skip
 
 
 def evaluate_against_snapshots(
@@ -153,24 +215,28 @@ def evaluate_against_snapshots(
     games: GameRunner | None = None,
     progress: Progress | None = None,
 ) -> RunEvaluation:
-    """Evaluate ``policy`` against every snapshot of a run, oldest first.
+    """``policy`` against every snapshot of a run on a built-in game, oldest first.
 
     The opponents are the snapshots of the behavior on the other side (the same behavior in a
     symmetric game, e.g. the final policy against its own past; ``Goalie`` for ``Striker``).
-    ``progress`` is called with ``(snapshots done, snapshots in all)`` as each one finishes.
+
+    Args:
+        game: the built-in game.
+        policy: the evaluated player.
+        run_dir: the run folder, which has the snapshots.
+        side: the behavior ``policy`` plays (default: team 0's).
+        episodes: games per snapshot.
+        seed: seeds every snapshot's games alike.
+        num_arenas: matches played at once; default ``min(episodes, 32)``.
+        deterministic: ``policy`` takes its most likely action.
+        games: where the games are played (``RayGames``: as Ray tasks).
+        progress: told ``(snapshots done, snapshots in all)`` as each one finishes.
+
+    Returns:
+        One row per snapshot.
     """
-    run_dir = Path(run_dir)
-    return _evaluate_snapshots(
-        run_dir,
-        RunRecord(run_dir).snapshots(opponent_behavior(game, side)),
-        snapshots_play="opponent",
-        other=policy,
-        game=game,
-        side=side,
-        episodes=episodes,
-        seed=seed,
-        num_arenas=num_arenas,
-        deterministic=deterministic,
-        games=games,
-        progress=progress,
-    )
+    venue = ArenaVenue.of_game(game, num_arenas=num_arenas)
+    return play_snapshots(
+        venue, run_dir, other=policy, snapshots_play="opponent", side=side, episodes=episodes,
+        seed=seed, deterministic=deterministic, games=games, progress=progress,
+    )[0]  # fmt: skip

@@ -32,12 +32,10 @@ from typing import Any
 import attrs
 import numpy as np
 
+from envs.games import BUILTIN_GAMES
 from ghost.core.win_rates import natural_key
 from ghost.evaluation.progress import play_all
-from ghost.evaluation.tournament_players import (
-    TournamentPlayer,
-    tournament_players,
-)
+from ghost.evaluation.tournament_players import TournamentPlayer, tournament_players
 from ghost.evaluation.tournament_ratings import (
     ELO_MEAN,
     EloEstimate,
@@ -49,10 +47,11 @@ from ghost.evaluation.tournament_ratings import (
     pair_matrices,
 )
 from ghost.exceptions import ConfigError
-from ghost.play import matches
+from ghost.play.arena_venue import ArenaVenue
 from ghost.play.game_runner import GameRunner, InlineGames
-from ghost.play.head_to_head import evaluate
+from ghost.play.matches import check_game
 from ghost.play.run_record import RunRecord
+from ghost.play.venue import Venue
 
 logger = logging.getLogger(__name__)
 
@@ -212,53 +211,132 @@ def tournament_pairs(
 
 
 # -- playing it ----------------------------------------------------------------------------------
-def _pair_seed(seed: int, pair: int, half: int) -> int:
-    if seed < 0:
-        return -1  # evaluate() draws fresh entropy
-    return int(np.random.SeedSequence([seed, pair, half]).generate_state(1)[0])
+def _play_pair(venue: Venue, a: TournamentPlayer, b: TournamentPlayer, **call: Any) -> PairResult:
+    """``venue.play_pair`` of ``a`` and ``b`` as the pair's ``PairResult`` (a module function:
+    Ray tasks play it)."""
+    counts = venue.play_pair(
+        a.target, b.target, a_behavior=a.behavior, b_behavior=b.behavior, **call
+    )
+    return PairResult(a.name, b.name, *counts)
 
 
-def play_pair(
-    a: TournamentPlayer,
-    b: TournamentPlayer,
-    *,
-    game: str,
-    games: int,
-    symmetric: bool,
-    seed: int = 0,
-    pair_index: int = 0,
-    num_arenas: int | None = None,
-    deterministic: bool = False,
-) -> PairResult:
-    """Play ``games`` games of ``a`` against ``b``, counted from ``a``'s side.
+def _check_players(venue: Venue, run_dirs: Sequence[Path]) -> None:
+    """In a venue without scripted levels, every run brings a player (else a ``ConfigError``
+    that says what to pass)."""
+    if venue.builtin_game is not None:
+        return
+    for run_dir in run_dirs:
+        if not tournament_players([run_dir], behaviors=venue.behaviors):
+            raise ConfigError(
+                f"run {run_dir} has no policy of {', '.join(venue.behaviors)} (the behaviors of "
+                f"{venue.label}) to play in the tournament; pass runs trained on {venue.label}"
+            )
 
-    In a symmetric game ``a`` plays team 0 in the first ``ceil(games / 2)`` games and ``b`` in
-    the rest; in an asymmetric one ``a`` plays its behavior's side throughout.
-    """
-    halves = [(a, b, (games + 1) // 2), (b, a, games // 2)] if symmetric else [(a, b, games)]
-    counts = np.zeros(4, dtype=np.int64)
-    for half, (policy, opponent, episodes) in enumerate(halves):
-        if episodes == 0:
-            continue
-        result = evaluate(
-            game=game,
-            policy=policy.target,
-            opponent=opponent.target,
-            episodes=episodes,
-            seed=_pair_seed(seed, pair_index, half),
-            side=None if symmetric else policy.behavior,
-            num_arenas=num_arenas,
-            deterministic=deterministic,
-            opponent_deterministic=deterministic,
+
+def _pairs_to_play(
+    venue: Venue, players: Sequence[TournamentPlayer], *, symmetric: bool, runs: str, several: bool
+) -> list[tuple[TournamentPlayer, TournamentPlayer]]:
+    """``tournament_pairs`` of ``players``; at least one, or a ``ConfigError`` that says what to
+    add (scripted levels, or another run where the venue has none)."""
+    pairs = tournament_pairs(players, symmetric=symmetric)
+    if not pairs:
+        names = ", ".join(p.name for p in players) or "none"
+        if venue.builtin_game is not None:
+            add = "add scripted levels with --include-levels (e.g. medium,strong)"
+            has = f"run {runs} has {names}"
+        else:
+            add = (
+                "add another run (ghost-eval tournament RUN OTHER_RUN) or train with self_play, "
+                "which leaves snapshots"
+            )
+            has = f"{runs} {'have' if several else 'has'} {names}"
+        raise ConfigError(
+            f"a tournament needs two players (one on each side of {venue.label}); {has}: {add}"
         )
-        mine = (result.wins, result.draws, result.losses)
-        counts += (*(mine if policy is a else mine[::-1]), result.interrupted)
-    wins, draws, losses, interrupted = (int(c) for c in counts)
-    return PairResult(a.name, b.name, wins, draws, losses, interrupted)
+    logger.info(
+        "%s tournament of %s: %d players, %d pairs", venue.label, runs, len(players), len(pairs)
+    )
+    return pairs
 
 
-def _tournament_game(run_dir: Path, game: str | None) -> str:
-    """``game``, or else the built-in game named in the run's configuration.yaml; checked."""
+def hold_tournament(
+    venue: Venue,
+    run_dirs: Sequence[str | Path],
+    *,
+    games_per_pair: int = 40,
+    include_levels: Sequence[str] = (),
+    seed: int = 0,
+    deterministic: bool = False,
+    prior_draws: float = 1.0,
+    progress: Callable[[int, int, PairResult], None] | None = None,
+    games: GameRunner | None = None,
+) -> TournamentTable:
+    """Play a round robin between the players of ``run_dirs`` in ``venue`` and rate them (see
+    the module docstring).
+
+    Args:
+        venue: where the games are played (``ghost.play.venues.open_venue``).
+        run_dirs: the run folders (several: runs of one general ``BaseEnv``).
+        games_per_pair: games each pair plays.
+        include_levels: scripted levels of a built-in game to add as players
+            (``("medium", "strong")``).
+        seed: seeds every pair's games (each pair its own stream) and the OpenSkill order.
+        deterministic: every player takes its most likely action (scripted levels drop their
+            noise).
+        prior_draws: virtual draws per pair in the Elo fit (see
+            ``ghost.evaluation.tournament_ratings.fit_bradley_terry``).
+        progress: called after each pair with ``(pairs done, pairs in all, its result)``.
+        games: where the pairs' games are played (``RayGames``: as Ray tasks, all pairs at
+            once; a venue that holds an environment open plays here); default one pair after
+            the other in this process. Seeds are per pair, so the results are the same either
+            way.
+
+    Returns:
+        The rated table.
+
+    Raises:
+        ConfigError: fewer than two players (one per side in an asymmetric game),
+            ``games_per_pair`` < 1, or an unknown level.
+        RunDirectoryError: a run folder does not exist.
+    """
+    if games_per_pair < 1:
+        raise ConfigError(f"--games-per-pair must be >= 1 (got {games_per_pair})")
+    paths = [Path(run_dir) for run_dir in run_dirs]
+    behaviors = venue.behaviors
+    symmetric = len(behaviors) == 1
+    _check_players(venue, paths)
+    players = tournament_players(
+        paths, behaviors=behaviors, game=venue.builtin_game, include_levels=include_levels
+    )
+    runs = ", ".join(str(path) for path in paths)
+    pairs = _pairs_to_play(venue, players, symmetric=symmetric, runs=runs, several=len(paths) > 1)
+    calls = [
+        {"venue": venue, "a": a, "b": b, "games": games_per_pair, "seed": seed,
+         "pair_index": index, "deterministic": deterministic}
+        for index, (a, b) in enumerate(pairs)
+    ]  # fmt: skip
+    results = play_all(games if games is not None else InlineGames(), _play_pair, calls,
+                       progress=progress)  # fmt: skip
+    return build_table(
+        players, results, game=venue.label, run_dir=runs, symmetric=symmetric,
+        games_per_pair=games_per_pair, seed=seed, prior_draws=prior_draws,
+    )  # fmt: skip
+
+
+def tournament_game(run_dir: Path, game: str | None) -> str:
+    """``game``, or else the built-in game named in the run's configuration.yaml; checked.
+
+    Args:
+        run_dir: the run folder.
+        game: the built-in game, when given.
+
+    Returns:
+        The game.
+
+    Raises:
+        ConfigError: no game can be told.
+        EnvironmentSourceError: ``game`` is not a built-in game.
+    """
     run = RunRecord(run_dir) if run_dir.is_dir() else None
     if game is None and run is not None:
         game = run.builtin_game
@@ -267,49 +345,10 @@ def _tournament_game(run_dir: Path, game: str | None) -> str:
         why = f": {note}" if note else " from its configuration.yaml; pass game= / --game"
         raise ConfigError(
             f"cannot tell the game of run {run_dir}{why} (one of "
-            f"{', '.join(sorted(matches.BUILTIN_GAMES))})"
+            f"{', '.join(sorted(BUILTIN_GAMES))})"
         )
-    matches.check_game(game)
+    check_game(game)
     return game
-
-
-def _pairs_to_play(
-    players: Sequence[TournamentPlayer], *, symmetric: bool, game: str, run_dir: Path
-) -> list[tuple[TournamentPlayer, TournamentPlayer]]:
-    """``tournament_pairs`` of ``players``; at least one, or a ``ConfigError`` that says what to add."""
-    pairs = tournament_pairs(players, symmetric=symmetric)
-    if not pairs:
-        raise ConfigError(
-            f"a tournament needs two players (one on each side of {game}); run {run_dir} has "
-            f"{', '.join(p.name for p in players) or 'none'}: add scripted levels with "
-            "--include-levels (e.g. medium,strong)"
-        )
-    logger.info(
-        "%s tournament of %s: %d players, %d pairs", game, run_dir, len(players), len(pairs)
-    )
-    return pairs
-
-
-def _play_pairs(
-    pairs: Sequence[tuple[TournamentPlayer, TournamentPlayer]],
-    *,
-    runner: GameRunner,
-    progress: Callable[[int, int, PairResult], None] | None,
-    game: str,
-    games_per_pair: int,
-    symmetric: bool,
-    seed: int,
-    num_arenas: int | None,
-    deterministic: bool,
-) -> list[PairResult]:
-    """Every pair's ``play_pair`` result, in pair order, played on ``runner``."""
-    calls = [
-        {"a": a, "b": b, "game": game, "games": games_per_pair, "symmetric": symmetric,
-         "seed": seed, "pair_index": index, "num_arenas": num_arenas,
-         "deterministic": deterministic}
-        for index, (a, b) in enumerate(pairs)
-    ]  # fmt: skip
-    return play_all(runner, play_pair, calls, progress=progress)
 
 
 def play_tournament(
@@ -325,53 +364,36 @@ def play_tournament(
     progress: Callable[[int, int, PairResult], None] | None = None,
     games: GameRunner | None = None,
 ) -> TournamentTable:
-    """Play a round robin between a run's players and rate them (see the module docstring).
+    """The tournament of a run on a built-in game (``hold_tournament`` in its arenas).
 
-    :param run_dir: the run folder (``results/<run-id>``).
-    :param games_per_pair: games each pair plays.
-    :param include_levels: scripted levels of the game to add as players (``("medium",
-        "strong")``).
-    :param seed: seeds every pair's games (each pair its own stream) and the OpenSkill order.
-    :param game: the built-in game; default the run's ``env_settings.env_path``.
-    :param num_arenas: matches played at once per pair; default ``min(games, 32)``.
-    :param deterministic: every player takes its most likely action (scripted levels drop their
-        noise).
-    :param prior_draws: virtual draws per pair in the Elo fit (see ``ghost.evaluation.tournament_ratings.fit_bradley_terry``).
-    :param progress: called after each pair with ``(pairs done, pairs in all, its result)``.
-    :param games: where the pairs' games are played (``RayGames``: as Ray tasks, all pairs at
-        once); default one pair after the other in this process. Seeds are per pair, so the
-        results are the same either way.
-    :raises ConfigError: no game, fewer than two players (one per side in an asymmetric game),
-        ``games_per_pair`` < 1, or an unknown level.
-    :raises RunDirectoryError: ``run_dir`` is not a folder.
+    Args:
+        run_dir: the run folder (``results/<run-id>``).
+        games_per_pair: games each pair plays.
+        include_levels: scripted levels of the game to add as players.
+        seed: seeds every pair's games and the OpenSkill order.
+        game: the built-in game; default the run's ``env_settings.env_path``.
+        num_arenas: matches played at once per pair; default ``min(games, 32)``.
+        deterministic: every player takes its most likely action.
+        prior_draws: virtual draws per pair in the Elo fit.
+        progress: called after each pair with ``(pairs done, pairs in all, its result)``.
+        games: where the pairs' games are played (``RayGames``: as Ray tasks).
+
+    Returns:
+        The rated table.
+
+    Raises:
+        ConfigError: no game, too few players, ``games_per_pair`` < 1, or an unknown level.
+        RunDirectoryError: ``run_dir`` is not a folder.
     """
     run_dir = Path(run_dir)
     if games_per_pair < 1:
         raise ConfigError(f"--games-per-pair must be >= 1 (got {games_per_pair})")
-    game = _tournament_game(run_dir, game)
-    players, symmetric = tournament_players(run_dir, game=game, include_levels=include_levels)
-    pairs = _pairs_to_play(players, symmetric=symmetric, game=game, run_dir=run_dir)
-    results = _play_pairs(
-        pairs,
-        runner=games if games is not None else InlineGames(),
-        progress=progress,
-        game=game,
-        games_per_pair=games_per_pair,
-        symmetric=symmetric,
-        seed=seed,
-        num_arenas=num_arenas,
-        deterministic=deterministic,
-    )
-    return build_table(
-        players,
-        results,
-        game=game,
-        run_dir=str(run_dir),
-        symmetric=symmetric,
-        games_per_pair=games_per_pair,
-        seed=seed,
-        prior_draws=prior_draws,
-    )
+    venue = ArenaVenue.of_game(tournament_game(run_dir, game), num_arenas=num_arenas)
+    return hold_tournament(
+        venue, [run_dir], games_per_pair=games_per_pair, include_levels=include_levels,
+        seed=seed, deterministic=deterministic, prior_draws=prior_draws, progress=progress,
+        games=games,
+    )  # fmt: skip
 
 
 # -- text ----------------------------------------------------------------------------------------

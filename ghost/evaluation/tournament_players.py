@@ -1,8 +1,8 @@
 """The players of a tournament: a run's snapshots, final policies, fixed opponents and levels.
 
-``tournament_players`` gathers them for one run on a built-in game; ``env_tournament_players`` for one or
-more runs on a Unity build or a ``module:callable`` environment, where there are no scripted
-levels (a fixed opponent that is one is left out, with a warning). A run of any host
+``tournament_players`` gathers them for one or more runs: in a built-in game scripted levels can
+play; in a Unity build or a ``module:callable`` environment there are none (a fixed opponent that
+is one is left out, with a warning). A run of any host
 (``ghost.play.run_layouts``) has snapshots and a final policy; only ghost-learn and
 mlagents-learn record fixed opponents.
 """
@@ -18,7 +18,6 @@ import attrs
 
 from envs.games import scripted_levels
 from ghost.exceptions import ConfigError, GhostError, RunDirectoryError
-from ghost.play import matches
 from ghost.play.run_record import RunRecord
 
 logger = logging.getLogger(__name__)
@@ -177,47 +176,44 @@ def _opponent_players(
 
 
 def tournament_players(
-    run_dir: str | Path, *, game: str, include_levels: Sequence[str] = ()
-) -> tuple[list[TournamentPlayer], bool]:
-    """The players of a run's tournament and whether ``game`` is symmetric (one behavior).
-
-    Per behavior of the game: the run's snapshots (oldest first), its final policy, its fixed
-    opponents, then ``include_levels`` (a level already among the fixed opponents is not added
-    twice). In an asymmetric game names start with the behavior (``Goalie/snapshot-3``).
-
-    :raises RunDirectoryError: ``run_dir`` is not a folder.
-    :raises ConfigError: an unknown level in ``include_levels``.
-    """
-    run_dir = Path(run_dir)
-    _check_runs([run_dir])
-    _check_levels(game, include_levels)
-    behaviors = list(
-        dict.fromkeys([matches.policy_behavior(game, None), matches.opponent_behavior(game, None)])
-    )
-    players = _gather({"": run_dir}, behaviors, game=game, include_levels=include_levels)
-    return players, len(behaviors) == 1
-
-
-def env_tournament_players(
-    run_dirs: Sequence[str | Path], *, behaviors: Sequence[str]
+    run_dirs: Sequence[str | Path],
+    *,
+    behaviors: Sequence[str],
+    game: str | None = None,
+    include_levels: Sequence[str] = (),
 ) -> list[TournamentPlayer]:
-    """The players of a tournament of runs on a Unity build or ``module:callable`` environment.
+    """The players of a tournament of one or more runs.
 
-    Per behavior name (``behaviors``, no team) and run: its snapshots, its final policy and the
-    fixed opponents that are policy files. With several runs names start with the run's folder
-    name (``run-a/snapshot-3``; the whole path where two folders share a name); in an
-    asymmetric environment (several behavior names) with the behavior (``Goalie/final``).
+    Per behavior name and run: its snapshots (oldest first), its final policy, its fixed
+    opponents (a scripted level only in a built-in ``game``; elsewhere it is left out with a
+    warning), then ``include_levels`` (a level already among the fixed opponents is not added
+    twice). With several runs names start with the run's folder name (``run-a/snapshot-3``; the
+    whole path where two folders share a name); in an asymmetric game (several behavior names)
+    with the behavior (``Goalie/snapshot-3``).
 
-    :raises RunDirectoryError: a run folder does not exist.
+    Args:
+        run_dirs: the run folders.
+        behaviors: the game's behavior names (no team), team 0's first.
+        game: the built-in game played, whose scripted levels can play; None elsewhere.
+        include_levels: scripted levels of ``game`` to add as players.
+
+    Returns:
+        The players, uniquely named.
+
+    Raises:
+        RunDirectoryError: a run folder does not exist.
+        ConfigError: an unknown level in ``include_levels``.
     """
     paths = [Path(run_dir) for run_dir in run_dirs]
     _check_runs(paths)
+    if game is not None:
+        _check_levels(game, include_levels)
     if len(paths) == 1:
         runs = {"": paths[0]}
     else:
         short = [path.name for path in paths]
         runs = {(path.name if short.count(path.name) == 1 else str(path)): path for path in paths}
-    return _gather(runs, list(behaviors), game=None, include_levels=())
+    return _gather(runs, list(behaviors), game=game, include_levels=include_levels)
 
 
 def _check_runs(run_dirs: Sequence[Path]) -> None:

@@ -49,6 +49,7 @@ from ghost.play.host_policies import load_host_policy
 from ghost.play.matches import Seat, describe_spec, spec_fits
 from ghost.play.run_environment import EnvOverrides, RunEnvironment
 from ghost.play.run_record import RunRecord
+from ghost.play.venue import PairCounts, SnapshotsPlay
 from trainers.memory import act_on_steps, forget_ended
 
 logger = logging.getLogger(__name__)
@@ -224,6 +225,8 @@ class EnvGames:
     ) -> None:
         self.env = env
         self.label = label
+        #: a tournament's players by policy file, each loaded once
+        self._players: dict[Any, EnvPlayer] = {}
         self.max_episode_steps = max_episode_steps
         try:
             env.reset()  # a Unity build names its behaviors with the first agents it sends
@@ -279,6 +282,121 @@ class EnvGames:
         return [
             t for t, ns in self.teams.items() if any(BehaviorId.parse(n).name == name for n in ns)
         ]
+
+    @property
+    def behaviors(self) -> list[str]:
+        """The behavior names (``Name``, no team), in team order (``Venue.behaviors``)."""
+        return self.behavior_names
+
+    @property
+    def builtin_game(self) -> None:
+        """None: no scripted levels play in a general ``BaseEnv``."""
+        return None
+
+    def play(
+        self,
+        *,
+        policy: Any,
+        opponent: Any,
+        episodes: int,
+        seed: int = 0,
+        side: Any = None,
+        deterministic: bool = False,
+        opponent_deterministic: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> EvaluationResult:
+        """``head_to_head`` as ``ghost.play.venue.Venue.play``.
+
+        Args:
+            policy: the evaluated player.
+            opponent: the player of every other team.
+            episodes: episodes to play.
+            seed: seeds the sampling.
+            side: a behavior (``Goalie``, ``Pong?team=1``), the teams ``snapshot_sides`` gave,
+                or None: each team the players can play, in turn.
+            deterministic: the policy takes its most likely action.
+            opponent_deterministic: the same for the opponent.
+            progress: told ``(episodes played, episodes)`` as they end.
+
+        Returns:
+            The counts with their intervals.
+        """
+        teams = None if side is None or isinstance(side, str) else list(side)
+        return self.head_to_head(
+            policy=policy, opponent=opponent, episodes=episodes, seed=seed,
+            side=side if isinstance(side, str) else None, teams=teams,
+            deterministic=deterministic, opponent_deterministic=opponent_deterministic,
+            progress=progress,
+        )  # fmt: skip
+
+    def play_pair(
+        self,
+        a: Any,
+        b: Any,
+        *,
+        a_behavior: str,
+        b_behavior: str,
+        games: int,
+        seed: int,
+        pair_index: int,
+        deterministic: bool,
+    ) -> PairCounts:
+        """One tournament pair: with one behavior name ``a`` plays each team in turn, else its
+        behavior's teams; each player's policies are loaded once for the whole tournament.
+
+        Args:
+            a: the first player (a policy file).
+            b: the second player.
+            a_behavior: the behavior ``a`` plays.
+            b_behavior: the behavior ``b`` plays (``a_behavior`` with one behavior name).
+            games: games to play.
+            seed: the tournament's seed.
+            pair_index: the pair's place in the tournament.
+            deterministic: every player takes its most likely action.
+
+        Returns:
+            Wins, draws, losses and interrupted games from ``a``'s side.
+        """
+        players = self._players
+        for target in (a, b):
+            if target not in players:
+                players[target] = EnvPlayer(target)
+        result = self.head_to_head(
+            policy=players[a], opponent=players[b], episodes=games,
+            seed=_sub_seed(seed, pair_index),
+            teams=None if a_behavior == b_behavior else self.teams_with(a_behavior),
+            deterministic=deterministic, opponent_deterministic=deterministic,
+        )  # fmt: skip
+        return result.wins, result.draws, result.losses, result.interrupted
+
+    def snapshot_sides(
+        self, *, snapshots_play: SnapshotsPlay, side: str | None
+    ) -> list[tuple[str, Any]]:
+        """Every behavior name whose snapshots can play, with the teams the evaluated player
+        plays then (None: each team in turn).
+
+        Args:
+            snapshots_play: the part the snapshots play.
+            side: the behavior the evaluated player plays (default: the snapshots', or the
+                other side's).
+
+        Returns:
+            ``(behavior name, teams)`` pairs.
+        """
+        by_side = teams_for_side(self.teams, side)
+        sides: list[tuple[str, Any]] = []
+        for behavior in self.behavior_names:
+            if len(self.behavior_names) == 1:
+                teams = by_side
+            else:
+                own = self.teams_with(behavior)
+                mine = (
+                    own if snapshots_play == "policy" else [t for t in self.teams if t not in own]
+                )
+                teams = [t for t in mine if by_side is None or t in by_side]
+            if teams != []:
+                sides.append((behavior, teams))
+        return sides
 
     def head_to_head(
         self,

@@ -4,7 +4,7 @@
 observations and masks, ``action_probabilities`` for exact exploitability), so:
 
 - ``win_rate(algorithm, "connect_four", opponent="one_ply")`` seats the learner in every seat in
-  turn against a scripted level (``ghost.evaluation.seated.evaluate_both_seats``);
+  turn against a scripted level (``ghost.play.seated_matches.evaluate_both_seats``);
 - ``exploitability_of(algorithm, "leduc_poker")`` is the exact exploitability of the learner
   (``envs.exploitability``) in a two-player zero-sum OpenSpiel game.
 """
@@ -84,7 +84,7 @@ class OpenSpielBoardView:
 
 
 def _opponents(game: str, level: str, seats: Any, *, seed: int) -> dict[int, Any]:
-    from ghost.evaluation.seated_runs import opponent_players
+    from ghost.play.seated_matches import opponent_players
 
     players = opponent_players(level, seats, seed=seed)
     if game == "connect_four" and level == "one_ply":
@@ -97,7 +97,7 @@ def win_rate(
 ) -> float:
     """The learner's win rate (draws count half) over ``games`` games in each seat of OpenSpiel
     ``game`` against scripted level ``opponent`` (``random``, ``one_ply``...)."""
-    from ghost.evaluation.seated import evaluate_both_seats
+    from ghost.play.seated_matches import evaluate_both_seats
 
     source = attrs.evolve(resolve_env(f"openspiel:{game}"), copies=min(games, 64))
     probe = attrs.evolve(source, copies=1)(worker_id=0, seed=seed)

@@ -1,34 +1,30 @@
-"""``ghost-eval match``, ``snapshots`` and ``tournament`` for runs on a Unity build or a
-``module:callable`` environment.
+"""Which venue a ``ghost-eval`` command plays in, and what each kind of environment refuses.
 
-The commands' handlers (``ghost.evaluation.cli_commands``) ask ``plays_env`` first; when it says
-yes they hand over to ``match``, ``snapshots`` or ``tournament`` here. These open the environment the
-run trained on once (``ghost.play.run_environment``: its recorded ``env_settings``, ``--env``,
-``--base-port`` and ``--no-graphics`` replacing what changed) and play every game of the command
-in it (``ghost.play.base_env_matches``). There are no scripted levels and no arenas to choose
-outside built-in games: ``--against`` and the tournament's players are policy files and run folders,
-and the environment plays the areas the run recorded.
+``open_for`` opens the venue (``ghost.play.venues.open_venue``): the Unity build or
+``module:callable`` environment POLICY's run trained on, or that ``--env`` names (its recorded
+``env_settings``, ``--env``, ``--base-port`` and ``--no-graphics`` replacing what changed); the
+run's OpenSpiel or PettingZoo game; else the built-in game of ``--game`` or of the run. There are
+no scripted levels and no arenas to choose outside built-in games: ``--against`` and the
+tournament's players are policy files and run folders, and the environment plays the areas the
+run recorded; the checks here say so before anything starts.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from envs.env_kinds import describe_env
-from ghost.evaluation.cli_common import (
-    MATCH_QUIET_FOR_S,
-    SNAPSHOTS,
-    Output,
-    need_run,
-    progress_line,
-    resolve_policy,
-)
+from envs.games import BUILTIN_GAMES
+from ghost.evaluation.cli_common import SNAPSHOTS, need_run, resolve_policy
 from ghost.exceptions import ConfigError
+from ghost.play.matches import check_game
+from ghost.play.run_environment import EnvOverrides
 from ghost.play.run_record import RunRecord
+from ghost.play.venue import Venue
+from ghost.play.venues import open_venue
 
 logger = logging.getLogger(__name__)
 
@@ -108,17 +104,6 @@ def _check_player(text: str, *, label: str, snapshots: bool) -> None:
     )
 
 
-def _open(args: argparse.Namespace, run_root: Path | None) -> Any:
-    """The environment of POLICY's run (``--env`` etc. applied), opened: an ``EnvGames``."""
-    from ghost.play.base_env_matches import EnvGames
-    from ghost.play.run_environment import EnvOverrides
-
-    overrides = EnvOverrides(
-        env_path=args.env, base_port=args.base_port, no_graphics=args.no_graphics
-    )
-    return EnvGames.of_run(run_root, overrides=overrides, seed=args.seed)
-
-
 def _env_label(args: argparse.Namespace, run_root: Path | None) -> str:
     """The environment as the user named it, for messages given before it is opened."""
     if args.env:
@@ -136,87 +121,101 @@ def _check_common(args: argparse.Namespace) -> None:
         )
 
 
-# -- the commands --------------------------------------------------------------------------------
-def match(args: argparse.Namespace, run_root: Path | None, out: Output) -> None:
-    """``ghost-eval match``: POLICY against OPPONENT, or against each snapshot of its run."""
-    from ghost.evaluation.cli_format import format_result
+# -- opening the venue ----------------------------------------------------------------------------
+def is_seated(args: argparse.Namespace, run_root: Path | None) -> bool:
+    """Whether POLICY is a run on an OpenSpiel or PettingZoo game (and no --game says
+    otherwise).
 
-    _check_common(args)
-    _check_player(args.against, label=_env_label(args, run_root), snapshots=True)
-    policy, _ = resolve_policy(args.policy)
-    if args.against == SNAPSHOTS:
-        return _against_snapshots(args, policy, need_run(args, run_root), out)
-    with (
-        _open(args, run_root) as games,
-        progress_line(args, "match", unit="episodes", quiet_for_s=MATCH_QUIET_FOR_S) as line,
-    ):
-        result = games.head_to_head(
-            policy=policy, opponent=args.against, episodes=args.episodes, seed=args.seed,
-            side=args.side, deterministic=args.deterministic, progress=line,
-        )  # fmt: skip
-    out.data.update(result.to_dict())
-    out.text.append(format_result(result))
+    Args:
+        args: the parsed command line.
+        run_root: POLICY's run folder, if any.
+
+    Returns:
+        Whether the command plays a seated game.
+    """
+    if run_root is None or args.game:
+        return False
+    return RunRecord(run_root).seated_env_path is not None
 
 
-def _against_snapshots(args: argparse.Namespace, policy: Any, run_root: Path, out: Output) -> None:
-    """``match --against snapshots``: POLICY against each snapshot of its run."""
-    with _open(args, run_root) as games:
-        evaluations = _snapshots_of(games, args, run_root, other=policy, snapshots_play="opponent")
-    _add_snapshots(out, games.label, evaluations, snapshot_is_policy=False)
+def open_for(args: argparse.Namespace, run_root: Path | None) -> Venue:
+    """The venue the command plays in: the run's Unity build or ``module:callable`` environment
+    (``--env`` etc. applied), its OpenSpiel or PettingZoo game, or the built-in game of
+    ``--game`` or of the run.
+
+    Args:
+        args: the parsed command line.
+        run_root: the run folder whose environment is played, if any.
+
+    Returns:
+        The venue, open (close it when done).
+
+    Raises:
+        ConfigError: flags of another kind of environment, or no game to tell.
+    """
+    run = RunRecord(run_root) if run_root is not None else None
+    if plays_env(args, run_root):
+        overrides = EnvOverrides(
+            env_path=args.env, base_port=args.base_port, no_graphics=args.no_graphics
+        )
+        return open_venue(args.env, run=run, overrides=overrides, seed=args.seed)
+    if is_seated(args, run_root):
+        assert run is not None
+        return open_venue(run.seated_env_path)
+    return open_venue(_builtin_game(args, run_root), num_arenas=getattr(args, "num_arenas", None))
 
 
-def snapshots(args: argparse.Namespace, run_root: Path | None, out: Output) -> None:
-    """``ghost-eval snapshots``: each snapshot of RUN against OPPONENT (default: RUN's final
-    policy)."""
-    _check_common(args)
-    run_root = need_run(args, run_root)
-    against = args.against if args.against is not None else str(run_root)
-    _check_player(against, label=_env_label(args, run_root), snapshots=False)
-    with _open(args, run_root) as games:
-        evaluations = _snapshots_of(games, args, run_root, other=against, snapshots_play="policy")
-    _add_snapshots(out, games.label, evaluations, snapshot_is_policy=True)
+def _builtin_game(args: argparse.Namespace, run_root: Path | None) -> str:
+    """--game, or the built-in game of POLICY's run; checked."""
+    game = args.game or (RunRecord(run_root).builtin_game if run_root is not None else None)
+    if game is None:
+        games = ", ".join(sorted(BUILTIN_GAMES))
+        note = RunRecord(run_root).host.game_note if run_root is not None else None
+        raise ConfigError(
+            f"cannot tell the game of {Path(args.policy)}: {note} (built-in games: {games})"
+            if note
+            else f"cannot tell the game of {Path(args.policy)}; pass --game (one of {games}) or "
+            "--env (a Unity build or module:callable)"
+        )
+    check_game(game)
+    return game
 
 
-def _snapshots_of(
-    games: Any, args: argparse.Namespace, run_root: Path, *, other: Any, snapshots_play: Any
-) -> list[Any]:
-    """``env_evaluation.evaluate_snapshots`` of RUN's snapshots with the command's options."""
-    from ghost.evaluation.env_evaluation import evaluate_snapshots
-
-    return evaluate_snapshots(
-        games, run_root, other=other, snapshots_play=snapshots_play, episodes=args.episodes,
-        seed=args.seed, side=args.side, deterministic=args.deterministic,
-    )  # fmt: skip
-
-
-def _add_snapshots(
-    out: Output, label: str, evaluations: list[Any], *, snapshot_is_policy: bool
+def check_env_command(
+    args: argparse.Namespace, run_root: Path | None, *, against: Any, snapshots: bool
 ) -> None:
-    """One table per behavior with snapshots; in JSON one list of rows, each naming its run's
-    behavior."""
-    from ghost.evaluation.cli_format import format_snapshots
+    """What a Unity build or ``module:callable`` environment refuses: built-in games' flags,
+    ``--record``, ``--ray-address``, and an ``--against`` that is no file or folder.
 
-    out.data["game"] = label
-    out.data["evaluations"] = []
-    for evaluation in evaluations:
-        title = f"{label}: {evaluation.policy} vs {evaluation.opponent}"
-        out.text.append(format_snapshots(title, evaluation, snapshot_is_policy=snapshot_is_policy))
-        out.data["evaluations"] += [
-            {**row.to_dict(), "snapshots_of": evaluation.policy if snapshot_is_policy
-             else evaluation.opponent}
-            for row in evaluation
-        ]  # fmt: skip
+    Args:
+        args: the parsed command line.
+        run_root: POLICY's run folder, if any.
+        against: the opponent as typed (None: none to check).
+        snapshots: whether ``--against snapshots`` is accepted (``match``).
+
+    Raises:
+        ConfigError: one of those.
+    """
+    _check_common(args)
+    if against is not None:
+        _check_player(against, label=_env_label(args, run_root), snapshots=args.command == "match")
 
 
-def tournament(
-    args: argparse.Namespace,
-    run_root: Path | None,
-    *,
-    progress: Callable[..., None] | None = None,
-) -> Any:
-    """``ghost-eval tournament``: a round robin of the players of RUN and any other RUNs, rated."""
-    from ghost.evaluation.env_evaluation import play_env_tournament
+def tournament_runs(args: argparse.Namespace, run_root: Path | None) -> list[Path]:
+    """RUN and the other RUNs of a tournament in a Unity build or ``module:callable``
+    environment, checked.
 
+    Args:
+        args: the parsed command line.
+        run_root: RUN's run folder.
+
+    Returns:
+        The run folders, RUN first.
+
+    Raises:
+        ConfigError: ``--include-levels`` (no scripted levels here), or an other RUN that is no
+            run folder.
+    """
     _check_common(args)
     if args.include_levels.strip():
         raise ConfigError(
@@ -231,11 +230,7 @@ def tournament(
             raise ConfigError(f"{args.label}: {other} is not a run folder (results/<run-id>)")
         runs.append(other_root)
     _warn_other_environments(runs)
-    with _open(args, runs[0]) as games:
-        return play_env_tournament(
-            games, runs, games_per_pair=40 if args.games_per_pair is None else args.games_per_pair,
-            seed=args.seed, deterministic=args.deterministic, progress=progress,
-        )  # fmt: skip
+    return runs
 
 
 def _warn_other_environments(runs: list[Path]) -> None:
