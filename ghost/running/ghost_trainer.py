@@ -6,8 +6,9 @@ snapshots, swaps, team changes, restore) is ``ghost.core.ghost_cycle.GhostCycle`
 batches go to the wrapped trainer, ghosted teams act with ``OpponentPolicy``s holding the
 opponents the cycle fields, snapshots and the payoff table go into the run folder. Its
 collaborators: ``ExploiterTurns`` for ``self_play.league`` exploiter turns
-(``ghost.running.league``) and ``AveragePolicy`` for ``self_play.average_policy``
-(``ghost.running.average_policy``).
+(``ghost.running.league``), ``AveragePolicy`` for ``self_play.average_policy``
+(``ghost.running.average_policy``) and ``LatestCopyLearning`` for ``self_play.learn_from_latest``
+(``ghost.running.learn_from_latest``).
 """
 
 from __future__ import annotations
@@ -24,12 +25,11 @@ from ghost.core.ghost_cycle import MatchResult, Route, finished_matches
 from ghost.core.opponents import Opponent
 from ghost.core.self_play import SelfPlayState
 from ghost.core.self_play_host import SelfPlayHost
-from ghost.core.settings import SelfPlaySettings
 from ghost.core.snapshots import Snapshot
 from ghost.core.state_folder import SelfPlayFolder
-from ghost.exceptions import ConfigError
 from ghost.running.average_policy import AveragePolicy
 from ghost.running.league import ExploiterFactory, ExploiterTurns
+from ghost.running.learn_from_latest import LatestCopyLearning, check_learn_from_latest
 from ghost.running.opponent_policy import OpponentPolicy
 from trainers.base import ExperienceQueue, Policy, StepBatch, Trainer
 from trainers.policy_file import read_policy_weights
@@ -38,24 +38,6 @@ from trainers.run_files.layout import RunLayout
 from trainers.stats import ELO
 
 SnapshotListener = Callable[["GhostTrainer", Snapshot], None]
-
-
-def check_learn_from_latest(
-    behavior_name: str, self_play: SelfPlaySettings, trainer_class: type
-) -> None:
-    """``self_play.learn_from_latest`` needs a trainer that can drop a team's partial
-    trajectories (``Trainer.forget_partial``); also checked before training starts.
-
-    Raises:
-        ConfigError: the trainer cannot.
-    """
-    forget = getattr(trainer_class, "forget_partial", Trainer.forget_partial)
-    if self_play.learn_from_latest and forget is Trainer.forget_partial:
-        raise ConfigError(
-            f"behaviors.{behavior_name}.self_play.learn_from_latest: trainer "
-            f"{trainer_class.__name__} cannot drop a team's partial trajectories "
-            "(Trainer.forget_partial), which learning from the latest copy needs; remove the key"
-        )
 
 
 class GhostTrainer(Trainer):
@@ -105,10 +87,7 @@ class GhostTrainer(Trainer):
         self.behavior_ids: dict[int, BehaviorId] = {}
         self.opponent_policies: dict[BehaviorId, OpponentPolicy] = {}
         self._learning_queues: dict[BehaviorId, ExperienceQueue] = {}
-        #: ``self_play.learn_from_latest``: where a ghosted team's experience reaches the
-        #: trainer while it plays the latest copy of the learner (uncounted), and which teams do
-        self._mirror_queues: dict[BehaviorId, ExperienceQueue] = {}
-        self._mirroring: set[BehaviorId] = set()
+        self.latest_copy = LatestCopyLearning(trainer) if self.self_play.learn_from_latest else None
         self.average = AveragePolicy.for_settings(self.self_play, seed=trainer.seed)
         self.league = ExploiterTurns.for_behavior(state, trainer=trainer, make_trainer=make_trainer)
         self.cycle = kit.add_behavior(
@@ -129,10 +108,8 @@ class GhostTrainer(Trainer):
         queue = ExperienceQueue(behavior_id)
         self._learning_queues[behavior_id] = queue
         self.trainer.subscribe_trajectory_queue(queue)
-        if self.self_play.learn_from_latest:
-            mirror = ExperienceQueue(behavior_id, counts_steps=False)
-            self._mirror_queues[behavior_id] = mirror
-            self.trainer.subscribe_trajectory_queue(mirror)
+        if self.latest_copy is not None:
+            self.latest_copy.connect(behavior_id)
         spec = self.learner.behavior_spec
         self.opponent_policies[behavior_id] = OpponentPolicy(
             make_policy=lambda: self.trainer.create_opponent_policy(behavior_id, spec)
@@ -189,33 +166,28 @@ class GhostTrainer(Trainer):
                 route = self.cycle.route(team=team, agent_steps=batch.agent_steps, experience=batch)
                 if route is Route.LEARNER:
                     self._learning_queues[batch.behavior_id].put(batch)
-                elif self._mirror_queues:
-                    self._mirror(batch)
+                elif self.latest_copy is not None:
+                    self.latest_copy.offer(
+                        batch, self.opponent_policies[batch.behavior_id].opponents,
+                        learner_learns=self._learner_learns,
+                    )  # fmt: skip
                 if route is not Route.GHOST:
                     self.cycle.book(match_results(batch))
-        self.stats.training = self.training and self.cycle.is_learning and not self.cycle.exploiting
+        self.stats.training = self._learner_learns
         self.trainer.advance()
         self.kit.after_update(self.behavior_name)
         self.stats.add(ELO, self.state.rating)
 
-    def _mirror(self, batch: StepBatch) -> None:
-        """A ghosted team's batch trains the learner while that team plays the latest copy of
-        the learner (one opponent, no exploiter turn); when it stops, its partial trajectories
-        are dropped so later experience does not continue them."""
-        behavior_id = batch.behavior_id
-        opponents = self.opponent_policies[behavior_id].opponents
-        latest = len(opponents) == 1 and opponents[0].is_latest
-        if latest and self.training and self.cycle.is_learning and not self.cycle.exploiting:
-            self._mirror_queues[behavior_id].put(batch)
-            self._mirroring.add(behavior_id)
-        elif behavior_id in self._mirroring:
-            self._mirroring.discard(behavior_id)
-            self.trainer.forget_partial(behavior_id)
+    @property
+    def _learner_learns(self) -> bool:
+        """The learner (not an exploiter) trains now."""
+        return self.training and self.cycle.is_learning and not self.cycle.exploiting
 
     def on_team_change(self, change: TeamChange) -> None:
         """Learning passed to ``change.learning_team``: end an exploiter's turn, restart the
         turn count and swap."""
-        self._mirroring.clear()  # the environments are reset: every partial trajectory ends
+        if self.latest_copy is not None:
+            self.latest_copy.environments_reset()
         self.cycle.on_team_change(change)
 
     def _swap(self) -> None:

@@ -35,7 +35,7 @@ from ghost.config.settings import BehaviorSettings, RunOptions
 from ghost.core.settings import SelfPlaySettings
 from ghost.exceptions import ConfigError, UnsupportedFeatureError
 from ghost.running.fixed_opponents import build_fixed_opponents
-from ghost.running.ghost_trainer import check_learn_from_latest
+from ghost.running.learn_from_latest import check_learn_from_latest
 from ghost.running.scheduled_evaluation import check_evaluation_game
 from trainers import registry
 from trainers.networks import check_observations
