@@ -1,4 +1,5 @@
-"""``ghost-eval match``, ``snapshots``, ``tournament`` and ``report``: each command's parser and handler.
+"""``ghost-eval match``, ``snapshots``, ``tournament`` and ``report``: each command's parser and
+handler.
 
 A handler takes the parsed arguments and the call's ``Output``, and adds what it found.
 """

@@ -44,7 +44,8 @@ def plays_env(args: argparse.Namespace, run_root: Path | None) -> bool:
     """Whether the command plays in a Unity build or ``module:callable`` environment: POLICY's
     run trained on one, or ``--env`` names one (and ``--game`` does not name a built-in game).
 
-    :raises ConfigError: flags that go with one kind of environment given for another.
+    Raises:
+        ConfigError: flags that go with one kind of environment given for another.
     """
     env = getattr(args, "env", None)
     run = RunRecord(run_root) if run_root is not None else None

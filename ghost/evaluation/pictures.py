@@ -1,8 +1,8 @@
 """Pictures of a tournament: its payoff heatmap and its ratings with their intervals.
 
-Both are drawn from a tournament's plain form (``TournamentTable.to_dict()``, the ``tournament`` object of
-``ghost-eval tournament --json``, the ``run_logs/tournament.json`` a tournament leaves in its run), so a saved
-result draws the same pictures as a fresh one:
+Both are drawn from a tournament's plain form (``TournamentTable.to_dict()``, the ``tournament``
+object of ``ghost-eval tournament --json``, the ``run_logs/tournament.json`` a tournament leaves in
+its run), so a saved result draws the same pictures as a fresh one:
 
 - **payoffs** (``draw_payoffs``): the score of each row player against each column player (win 1,
   draw 0.5, loss 0) on a diverging colour scale centred at 0.5, rows and columns best Elo first;
@@ -13,15 +13,14 @@ result draws the same pictures as a fresh one:
   with ``± 2 sigma``, the run's own players in order of training step, then the fixed opponents
   and scripted levels best Elo first.
 
-The intervals are the ones the tournament computed (``ghost.evaluation.tournament_ratings``): the Elo
-interval comes from the inverse Fisher information of the Bradley-Terry fit to all games, which is
-what the maximum-likelihood rating's sampling error is for a fit of this size; a bootstrap over
+The intervals are the ones the tournament computed (``ghost.evaluation.tournament_ratings``): the
+Elo interval comes from the inverse Fisher information of the Bradley-Terry fit to all games, which
+is what the maximum-likelihood rating's sampling error is for a fit of this size; a bootstrap over
 games would need the fit repeated hundreds of times to say about the same. OpenSkill's ``sigma`` is
 its own posterior spread after the games; ``± 2 sigma`` covers about 95% of it, the same coverage.
 
 Drawing needs matplotlib (the ``plots`` extra); it uses the Agg canvas and leaves pyplot alone.
-Nothing here imports torch.
-"""
+Nothing here imports torch."""
 
 from __future__ import annotations
 
@@ -95,7 +94,8 @@ class TournamentView:
     def from_dict(cls, data: Mapping[str, Any]) -> TournamentView:
         """Read ``TournamentTable.to_dict()`` (or the ``tournament`` object of ``--json`` output).
 
-        :raises GhostError: a key the pictures need is missing (not a tournament result).
+        Raises:
+            GhostError: a key the pictures need is missing (not a tournament result).
         """
         try:
             players = tuple(
@@ -116,7 +116,8 @@ class TournamentView:
             symmetric = bool(data["symmetric"])
         except (KeyError, TypeError, ValueError) as error:
             raise GhostError(
-                f"not a tournament result ({type(error).__name__}: {error}); pass the tournament object "
+                f"not a tournament result ({type(error).__name__}: {error}); pass the tournament "
+                "object "
                 "of ghost-eval tournament --json or TournamentTable.to_dict()"
             ) from error
         return cls(title=title, symmetric=symmetric, players=players, results=results)
@@ -302,11 +303,16 @@ def write_tournament_pictures(
 ) -> list[Path]:
     """Draw the payoff heatmap and the ratings picture of ``tournament`` into two PNGs.
 
-    :param tournament: a ``TournamentView``, a tournament's plain form (``TournamentTable.to_dict()``) or a
-        ``TournamentTable``.
-    :returns: the two paths written, payoffs first.
-    :raises GhostError: matplotlib is missing (the ``plots`` extra), or ``tournament`` is not a
-        tournament result.
+    Args:
+        tournament: a ``TournamentView``, a tournament's plain form (``TournamentTable.to_dict()``)
+            or a ``TournamentTable``.
+
+    Returns:
+        The two paths written, payoffs first.
+
+    Raises:
+        GhostError: matplotlib is missing (the ``plots`` extra), or ``tournament`` is not a
+            tournament result.
     """
     if not isinstance(tournament, TournamentView):
         tournament = (
@@ -326,7 +332,8 @@ def write_tournament_pictures(
 
 
 def write_tournament_pictures_into(tournament: Any, folder: str | Path) -> list[Path]:
-    """``write_tournament_pictures`` into ``folder``: ``tournament_payoffs.png``, ``tournament_ratings.png``."""
+    """``write_tournament_pictures`` into ``folder``: ``tournament_payoffs.png`` and
+    ``tournament_ratings.png``."""
     folder = Path(folder)
     return write_tournament_pictures(
         tournament, payoffs_path=folder / PAYOFFS_FILE, ratings_path=folder / RATINGS_FILE

@@ -351,10 +351,13 @@ def record_match(
 ) -> Replay:
     """Play ``policy`` against ``opponent`` in one arena of ``game`` and write a GIF of it.
 
-    :param episodes: episodes (matrix games: rounds) to record; default 3 (20 rounds).
-    :param max_frames: stop early after this many frames (a long rally).
-    :param fps: frames per second; the games step 0.1 s, so 10 is real time.
-    :returns: the ``Replay`` written to ``path``.
+    Args:
+        episodes: episodes (matrix games: rounds) to record; default 3 (20 rounds).
+        max_frames: stop early after this many frames (a long rally).
+        fps: frames per second; the games step 0.1 s, so 10 is real time.
+
+    Returns:
+        The ``Replay`` written to ``path``.
     """
     match = open_match(
         MatchSetup(

@@ -100,8 +100,9 @@ def read_curves(run_dir: str | Path, tags: tuple[str, ...] = (ELO_TAG, REWARD_TA
     """The ``tags`` scalar series (ML-Agents' names; each host's own tag is read for them) of
     every folder of TensorBoard events the run's host wrote.
 
-    :raises RunDirectoryError: the run is missing, or is a ghost-learn or mlagents-learn run with
-        no event files at all (other hosts' missing logs are ``report_notes``).
+    Raises:
+        RunDirectoryError: the run is missing, or is a ghost-learn or mlagents-learn run with no
+            event files at all (other hosts' missing logs are ``report_notes``).
     """
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -172,11 +173,16 @@ def report_notes(run_dir: str | Path) -> list[str]:
 def write_report(run_dir: str | Path, path: str | Path, *, title: str | None = None) -> Path:
     """Draw a run's Elo and cumulative reward curves (one line per behavior) into a PNG.
 
-    :param title: the figure title; default the run's name (its folder; an SB3 model's file).
-    :raises GhostError: matplotlib is not installed (the ``plots`` extra).
-    :raises RunDirectoryError: the run is missing, or a ghost-learn or mlagents-learn run has no
-        TensorBoard logs (for other hosts, ``report_notes`` says what is not drawn).
-    :returns: ``path``.
+    Args:
+        title: the figure title; default the run's name (its folder; an SB3 model's file).
+
+    Returns:
+        ``path``.
+
+    Raises:
+        GhostError: matplotlib is not installed (the ``plots`` extra).
+        RunDirectoryError: the run is missing, or a ghost-learn or mlagents-learn run has no
+            TensorBoard logs (for other hosts, ``report_notes`` says what is not drawn).
     """
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -226,7 +232,7 @@ def write_report(run_dir: str | Path, path: str | Path, *, title: str | None = N
     return path
 
 
-# -- the run's tournament ----------------------------------------------------------------------------
+# -- the run's tournament ------------------------------------------------------------------------
 def tournament_result_path(run_dir: str | Path) -> Path:
     """Where ``ghost-eval tournament`` keeps the run's last tournament.
 

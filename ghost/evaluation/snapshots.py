@@ -58,8 +58,8 @@ def play_snapshots(
         episodes: games per snapshot.
         seed: seeds every snapshot's games alike.
         deterministic: the evaluated policy takes its most likely action.
-        games: where the games are played (``RayGames``: all at once, as Ray tasks; a venue that
-            holds an environment open plays here); default one after the other in this process.
+        games: where the games are played (``RayGames``: all at once, as Ray tasks); default
+            one after the other here.
         progress: told ``(snapshots done, snapshots in all)`` as each one finishes.
 
     Returns:
@@ -68,31 +68,15 @@ def play_snapshots(
     Raises:
         RunDirectoryError: the run has no snapshots to play.
     """
-    run = RunRecord(run_dir)
-    plans: list[tuple[str, Any, list[SnapshotInfo]]] = []
-    for behavior, play_side in venue.snapshot_sides(snapshots_play=snapshots_play, side=side):
-        try:
-            plans.append((behavior, play_side, run.snapshots(behavior)))
-        except RunDirectoryError as error:
-            if venue.builtin_game is not None:
-                raise
-            logger.info("%s", error)
+    plans = _plans(venue, RunRecord(run_dir), snapshots_play=snapshots_play, side=side)
     shared = {"episodes": episodes, "seed": seed, "deterministic": deterministic}
     calls = [
-        {**shared, "side": play_side, "policy": snapshot.path, "opponent": other}
-        if snapshots_play == "policy"
-        else {**shared, "side": play_side, "policy": other, "opponent": snapshot.path}
+        {**shared, "side": play_side, **_players(snapshot.path, other, snapshots_play)}
         for _, play_side, snapshots in plans
         for snapshot in snapshots
     ]
-    results = iter(
-        play_all(
-            games if games is not None else InlineGames(),
-            venue.play,
-            calls,
-            progress=None if progress is None else lambda done, total, _: progress(done, total),
-        )  # fmt: skip
-    )
+    told = None if progress is None else lambda done, total, _: progress(done, total)
+    results = iter(play_all(games or InlineGames(), venue.play, calls, progress=told))
     evaluations = [
         _evaluation(venue, Path(run_dir), behavior, snapshots, results, snapshots_play)
         for behavior, _, snapshots in plans
@@ -105,6 +89,29 @@ def play_snapshots(
             + "; snapshots exist only for behaviors trained with self_play"
         )
     return evaluations
+
+
+def _players(snapshot: Path, other: Any, snapshots_play: SnapshotsPlay) -> dict[str, Any]:
+    """``policy`` and ``opponent`` of one snapshot's games."""
+    if snapshots_play == "policy":
+        return {"policy": snapshot, "opponent": other}
+    return {"policy": other, "opponent": snapshot}
+
+
+def _plans(
+    venue: Venue, run: RunRecord, *, snapshots_play: SnapshotsPlay, side: str | None
+) -> list[tuple[str, Any, list[SnapshotInfo]]]:
+    """``(behavior, side, its snapshots)`` for each behavior the venue plays the snapshots of; a
+    behavior without snapshots is left out (in a built-in game, its error is raised)."""
+    plans = []
+    for behavior, play_side in venue.snapshot_sides(snapshots_play=snapshots_play, side=side):
+        try:
+            plans.append((behavior, play_side, run.snapshots(behavior)))
+        except RunDirectoryError as error:
+            if venue.builtin_game is not None:
+                raise
+            logger.info("%s", error)
+    return plans
 
 
 def _evaluation(

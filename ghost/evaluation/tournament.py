@@ -6,18 +6,18 @@ Vocabulary:
   (``final``), the fixed opponents of its ``self_play`` section (``fixed``: a scripted level or
   another run's policy file), and any extra scripted levels of the game (``scripted``).
 - **pair result**: the games of one pair, counted from the first player's side
-  (``ghost.evaluation.tournament_ratings.PairResult``); interrupted games are counted apart and left out of the
-  ratings, as in ``ghost.evaluation``.
+  (``ghost.evaluation.tournament_ratings.PairResult``); interrupted games are counted apart and left
+  out of the ratings, as in ``ghost.evaluation``.
 - **round robin**: in a symmetric game (one behavior on both teams: tennis, soccer, the matrix
   games) every pair meets, each player on team 0 for half of the games, so a side's advantage
-  cancels. In an asymmetric game (``strikers_vs_goalie``) a player is bound to its behavior's
-  side: every player of team 0's behavior meets every player of the other side, and players of
-  one side never meet each other. Ratings of one side are still comparable through the common
-  opponents; a gap across sides predicts that cross-side match (the side's advantage included).
+  cancels. In an asymmetric game (``strikers_vs_goalie``) a player is bound to its behavior's side:
+  every player of team 0's behavior meets every player of the other side, and players of one side
+  never meet each other. Ratings of one side are still comparable through the common opponents; a
+  gap across sides predicts that cross-side match (the side's advantage included).
 
-Every player is rated twice from the same results, by ``ghost.evaluation.tournament_ratings``: Elo from a
-Bradley-Terry maximum-likelihood fit to all games at once (with a 95% interval), and OpenSkill
-(Plackett-Luce) over the games in a seeded shuffled order.
+Every player is rated twice from the same results, by ``ghost.evaluation.tournament_ratings``: Elo
+from a Bradley-Terry maximum-likelihood fit to all games at once (with a 95% interval), and
+OpenSkill (Plackett-Luce) over the games in a seeded shuffled order.
 """
 
 from __future__ import annotations
@@ -220,6 +220,11 @@ def _play_pair(venue: Venue, a: TournamentPlayer, b: TournamentPlayer, **call: A
     return PairResult(a.name, b.name, *counts)
 
 
+def _check_games_per_pair(games_per_pair: int) -> None:
+    if games_per_pair < 1:
+        raise ConfigError(f"--games-per-pair must be >= 1 (got {games_per_pair})")
+
+
 def _check_players(venue: Venue, run_dirs: Sequence[Path]) -> None:
     """In a venue without scripted levels, every run brings a player (else a ``ConfigError``
     that says what to pass)."""
@@ -286,10 +291,8 @@ def hold_tournament(
         prior_draws: virtual draws per pair in the Elo fit (see
             ``ghost.evaluation.tournament_ratings.fit_bradley_terry``).
         progress: called after each pair with ``(pairs done, pairs in all, its result)``.
-        games: where the pairs' games are played (``RayGames``: as Ray tasks, all pairs at
-            once; a venue that holds an environment open plays here); default one pair after
-            the other in this process. Seeds are per pair, so the results are the same either
-            way.
+        games: where the pairs' games are played (``RayGames``: as Ray tasks, all at once);
+            default one pair after the other here. Seeds are per pair: the same results.
 
     Returns:
         The rated table.
@@ -299,8 +302,7 @@ def hold_tournament(
             ``games_per_pair`` < 1, or an unknown level.
         RunDirectoryError: a run folder does not exist.
     """
-    if games_per_pair < 1:
-        raise ConfigError(f"--games-per-pair must be >= 1 (got {games_per_pair})")
+    _check_games_per_pair(games_per_pair)
     paths = [Path(run_dir) for run_dir in run_dirs]
     behaviors = venue.behaviors
     symmetric = len(behaviors) == 1
@@ -386,8 +388,7 @@ def play_tournament(
         RunDirectoryError: ``run_dir`` is not a folder.
     """
     run_dir = Path(run_dir)
-    if games_per_pair < 1:
-        raise ConfigError(f"--games-per-pair must be >= 1 (got {games_per_pair})")
+    _check_games_per_pair(games_per_pair)
     venue = ArenaVenue.of_game(tournament_game(run_dir, game), num_arenas=num_arenas)
     return hold_tournament(
         venue, [run_dir], games_per_pair=games_per_pair, include_levels=include_levels,

@@ -59,10 +59,10 @@ def pair_matrices(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The payoff matrix of ``names`` and the games behind each cell.
 
-    :returns: ``(score, games)``: ``score[i, j]`` is ``names[i]``'s mean score against
-        ``names[j]`` (win 1, draw 0.5, loss 0; NaN where they never finished a game) and
-        ``games[i, j]`` the decided games between them. Results of players not in ``names`` are
-        left out.
+    Returns:
+        ``(score, games)``: ``score[i, j]`` is ``names[i]``'s mean score against ``names[j]`` (win
+        1, draw 0.5, loss 0; NaN where they never finished a game) and ``games[i, j]`` the decided
+        games between them. Results of players not in ``names`` are left out.
     """
     index = {name: i for i, name in enumerate(names)}
     points = np.zeros((len(index), len(index)))
@@ -145,15 +145,19 @@ def fit_bradley_terry(
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Maximum-likelihood Bradley-Terry strengths in natural-log odds units, mean 0.
 
-    :param results: pair results; a draw counts as half a win.
-    :param prior_draws: virtual draws added to every pair that met (0: the plain MLE, which
-        exists only when no player won or lost all its games).
-    :returns: ``(players, strengths, standard errors)``; the errors are of each strength
-        against the tournament mean, from the inverse Fisher information. Groups of players never
-        linked by games cannot be compared: each group averages 0 on its own.
-    :raises ValueError: ``prior_draws`` < 0, a player listed against itself, or no finite
-        maximum (only possible with ``prior_draws=0``: a player or group that lost every game
-        to another).
+    Args:
+        results: pair results; a draw counts as half a win.
+        prior_draws: virtual draws added to every pair that met (0: the plain MLE, which exists only
+            when no player won or lost all its games).
+
+    Returns:
+        ``(players, strengths, standard errors)``; the errors are of each strength against the
+        tournament mean, from the inverse Fisher information. Groups of players never linked by
+        games cannot be compared: each group averages 0 on its own.
+
+    Raises:
+        ValueError: ``prior_draws`` < 0, a player listed against itself, or no finite maximum (only
+            possible with ``prior_draws=0``: a player or group that lost every game to another).
     """
     if prior_draws < 0:
         raise ValueError(f"prior_draws must be >= 0 (got {prior_draws})")
@@ -201,10 +205,13 @@ def fit_elo_intervals(
     A player rated 200 above another is expected to score ``1 / (1 + 10 ** (-200 / 400))``
     = 0.76 against it.
 
-    :param results: pair results; a draw counts as half a win.
-    :param prior_draws: virtual draws per pair that met (see ``fit_bradley_terry``).
-    :param mean: the mean rating of the tournament.
-    :returns: player → ``EloEstimate``, for every player named in ``results``.
+    Args:
+        results: pair results; a draw counts as half a win.
+        prior_draws: virtual draws per pair that met (see ``fit_bradley_terry``).
+        mean: the mean rating of the tournament.
+
+    Returns:
+        Player → ``EloEstimate``, for every player named in ``results``.
     """
     names, strengths, errors = fit_bradley_terry(results, prior_draws=prior_draws)
     return {

@@ -62,9 +62,12 @@ DEFAULT_MAX_EPISODE_STEPS = 10_000
 class EnvPlayer:
     """A player of a ``BaseEnv`` (see the module docstring), its policies loaded when needed.
 
-    :param who: a run folder, a policy file, or an object with ``act``.
-    :param what: ``"policy"`` or ``"opponent"``, to name it in errors.
-    :raises CheckpointError: a path that is neither a policy file nor a run folder.
+    Args:
+        who: a run folder, a policy file, or an object with ``act``.
+        what: ``"policy"`` or ``"opponent"``, to name it in errors.
+
+    Raises:
+        CheckpointError: a path that is neither a policy file nor a run folder.
     """
 
     def __init__(self, who: Any, *, what: str = "policy") -> None:
@@ -215,9 +218,10 @@ def _shares(episodes: int, parts: int) -> list[int]:
 class EnvGames:
     """One open ``BaseEnv`` on which head-to-head matches are played one after the other.
 
-    :param env: the environment (closed by ``close``).
-    :param label: its name in results and messages (``FakePong``, ``my_envs:make_duel``).
-    :param max_episode_steps: environment steps within which an episode ends.
+    Args:
+        env: the environment (closed by ``close``).
+        label: its name in results and messages (``FakePong``, ``my_envs:make_duel``).
+        max_episode_steps: environment steps within which an episode ends.
     """
 
     def __init__(
@@ -252,10 +256,10 @@ class EnvGames:
     ) -> EnvGames:
         """The environment ``run_dir`` trained on, opened (``ghost.play.run_environment``).
 
-        :param run_dir: the run folder; ``None`` when ``overrides.env_path`` names the
-            environment.
-        :param overrides: what replaces the recorded settings (``--env``, ``--base-port``...).
-        :param seed: the environment's seed.
+        Args:
+            run_dir: the run folder; ``None`` when ``overrides.env_path`` names the environment.
+            overrides: what replaces the recorded settings (``--env``, ``--base-port``...).
+            seed: the environment's seed.
         """
         record = RunRecord(run_dir) if run_dir is not None else None
         environment = RunEnvironment.of_run(record, overrides or EnvOverrides())
@@ -414,13 +418,17 @@ class EnvGames:
         """Play ``episodes`` episodes of ``policy`` against ``opponent`` and count them from the
         policy's side.
 
-        :param policy, opponent: players (a run folder, a policy file, an ``EnvPlayer``...).
-        :param side: the behavior the policy plays (``Goalie``, ``Pong?team=1``); default each
-            team it can play, in turn.
-        :param teams: the policy's teams, instead of ``side``.
-        :param seed: seeds torch's sampling, each team's share its own stream.
-        :param progress: told ``(episodes played, episodes)`` as they end.
-        :raises ConfigError: ``episodes`` < 1, an unknown side, or no team both can play.
+        Args:
+            policy: players (a run folder, a policy file, an ``EnvPlayer``...).
+            opponent: players (a run folder, a policy file, an ``EnvPlayer``...).
+            side: the behavior the policy plays (``Goalie``, ``Pong?team=1``); default each team it
+                can play, in turn.
+            teams: the policy's teams, instead of ``side``.
+            seed: seeds torch's sampling, each team's share its own stream.
+            progress: told ``(episodes played, episodes)`` as they end.
+
+        Raises:
+            ConfigError: ``episodes`` < 1, an unknown side, or no team both can play.
         """
         if episodes < 1:
             raise ConfigError(f"episodes must be >= 1 (got {episodes})")

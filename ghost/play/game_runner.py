@@ -49,8 +49,9 @@ def _call(function: Callable[..., Any], arguments: dict[str, Any]) -> Any:
 class RayGames:
     """Plays each call as a Ray task (one CPU each), anywhere on the cluster.
 
-    :param address: the Ray cluster (see ``envs.ray_workers.connect_ray``); a session this
-        process already has is kept.
+    Args:
+        address: the Ray cluster (see ``envs.ray_workers.connect_ray``); a session this process
+            already has is kept.
     """
 
     def __init__(self, address: str | None = None) -> None:

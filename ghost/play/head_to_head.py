@@ -36,8 +36,9 @@ Z95 = 1.959963984540054
 def wilson_interval(successes: float, trials: int, *, z: float = Z95) -> tuple[float, float]:
     """Wilson score interval of a success rate (95% for the default ``z``).
 
-    :param successes: successes among ``trials`` (may be fractional: a draw as half a win).
-    :param trials: number of trials; with none the interval is ``(0, 1)``.
+    Args:
+        successes: successes among ``trials`` (may be fractional: a draw as half a win).
+        trials: number of trials; with none the interval is ``(0, 1)``.
     """
     if trials <= 0:
         return (0.0, 1.0)
@@ -192,23 +193,26 @@ def evaluate(
 ) -> EvaluationResult:
     """Play ``episodes`` matches of ``game`` between ``policy`` and ``opponent`` and count them.
 
-    :param game: a built-in game name (``envs.games.BUILTIN_GAMES``).
-    :param policy: the evaluated player: a policy file, run folder, scripted level or object with
-        ``act``; it plays ``side``.
-    :param opponent: the other behaviors' player, same kinds as ``policy``.
-    :param episodes: matches to play (interrupted ones included).
-    :param seed: seeds the game, the scripted players and torch's sampling (torch's global
-        generator is restored afterwards); a negative seed draws fresh entropy.
-    :param num_arenas: matches played at once; default ``min(episodes, 32)``.
-    :param deterministic: the policy takes its most likely action instead of sampling.
-    :param opponent_deterministic: the same for the opponent (scripted levels drop their noise).
-    :param side: the behavior the policy plays (``"Goalie"``, ``"Tennis?team=1"``); default
-        team 0's behaviors.
-    :param progress: told ``(episodes played, episodes)`` as matches end.
-    :raises EnvironmentSourceError: an unknown game.
-    :raises ConfigError: an unknown level or side.
-    :raises CheckpointError: a missing or unfitting policy file (see
-        ``ghost.play.matches.resolve_player``).
+    Args:
+        game: a built-in game name (``envs.games.BUILTIN_GAMES``).
+        policy: the evaluated player: a policy file, run folder, scripted level or object with
+            ``act``; it plays ``side``.
+        opponent: the other behaviors' player, same kinds as ``policy``.
+        episodes: matches to play (interrupted ones included).
+        seed: seeds the game, the scripted players and torch's sampling (torch's global generator is
+            restored afterwards); a negative seed draws fresh entropy.
+        num_arenas: matches played at once; default ``min(episodes, 32)``.
+        deterministic: the policy takes its most likely action instead of sampling.
+        opponent_deterministic: the same for the opponent (scripted levels drop their noise).
+        side: the behavior the policy plays (``"Goalie"``, ``"Tennis?team=1"``); default team 0's
+            behaviors.
+        progress: told ``(episodes played, episodes)`` as matches end.
+
+    Raises:
+        EnvironmentSourceError: an unknown game.
+        ConfigError: an unknown level or side.
+        CheckpointError: a missing or unfitting policy file (see
+            ``ghost.play.matches.resolve_player``).
     """
     if episodes < 1:
         raise ConfigError(f"episodes must be >= 1 (got {episodes})")
@@ -277,7 +281,8 @@ def result_from_counts(
 ) -> EvaluationResult:
     """The ``EvaluationResult`` of ``counts`` (as ``count_results`` returns them).
 
-    :param extra: more ``EvaluationResult`` fields (a matrix game's exploitabilities).
+    Args:
+        extra: more ``EvaluationResult`` fields (a matrix game's exploitabilities).
     """
     return EvaluationResult(
         game=game,
@@ -340,9 +345,10 @@ def count_results(
     """Run ``match`` until every arena has played its share of ``episodes``; count results
     (``new_counts``' keys, from the evaluated policy's side).
 
-    :param seed: seeds torch's sampling (its global generator is restored afterwards); a
-        negative seed leaves it unseeded.
-    :param progress: told ``(episodes counted, episodes)`` after each step that ended one.
+    Args:
+        seed: seeds torch's sampling (its global generator is restored afterwards); a negative seed
+            leaves it unseeded.
+        progress: told ``(episodes counted, episodes)`` after each step that ended one.
     """
     n = match.num_arenas
     quota = np.full(n, episodes // n)

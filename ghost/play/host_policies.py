@@ -71,10 +71,13 @@ def load_host_policy(path: str | Path, *, behavior_spec: Any = None) -> Any:
     """The policy in ``path``, whichever host wrote it, ready to ``act`` (see the module
     docstring).
 
-    :param behavior_spec: the behavior the policy will play; needed for RLlib's snapshots (their
-        weights do not say whether the actions are continuous or discrete).
-    :raises CheckpointError: the file is missing, unsafe, of no host, needs a framework that is
-        not installed, or does not fit ``behavior_spec``.
+    Args:
+        behavior_spec: the behavior the policy will play; needed for RLlib's snapshots (their
+            weights do not say whether the actions are continuous or discrete).
+
+    Raises:
+        CheckpointError: the file is missing, unsafe, of no host, needs a framework that is not
+            installed, or does not fit ``behavior_spec``.
     """
     path = Path(path)
     if not path.is_file():

@@ -128,10 +128,13 @@ def resolve_player(
 ) -> tuple[str, dict[str, Any]]:
     """A label for ``who`` and its actor for each of ``roles`` (behavior name → actor).
 
-    :param who: a policy file, run folder, scripted level name, or object with ``act``.
-    :param what: ``"policy"`` or ``"opponent"``, to name it in errors.
-    :raises CheckpointError: a missing or unreadable file, or a policy for another behavior.
-    :raises ConfigError: a name that is neither a file nor a scripted level of ``game``.
+    Args:
+        who: a policy file, run folder, scripted level name, or object with ``act``.
+        what: ``"policy"`` or ``"opponent"``, to name it in errors.
+
+    Raises:
+        CheckpointError: a missing or unreadable file, or a policy for another behavior.
+        ConfigError: a name that is neither a file nor a scripted level of ``game``.
     """
     if isinstance(who, str | os.PathLike):
         text = os.fspath(who)

@@ -48,11 +48,14 @@ def _swish(x: np.ndarray) -> np.ndarray:
 class MLAgentsActor:
     """The actor of one ML-Agents checkpoint, as a policy of our evaluations.
 
-    :param state: the actor's state dict (``checkpoint["Policy"]``), tensors or arrays.
-    :param name: a label for evaluation results.
-    :param tanh_squash: the actor squashes with ``tanh`` (SAC's) instead of clipping (PPO's).
-    :param seed: seeds the draws of non-deterministic actions.
-    :raises ValueError: a recurrent actor, or keys this reimplementation does not know.
+    Args:
+        state: the actor's state dict (``checkpoint["Policy"]``), tensors or arrays.
+        name: a label for evaluation results.
+        tanh_squash: the actor squashes with ``tanh`` (SAC's) instead of clipping (PPO's).
+        seed: seeds the draws of non-deterministic actions.
+
+    Raises:
+        ValueError: a recurrent actor, or keys this reimplementation does not know.
     """
 
     def __init__(
@@ -111,7 +114,8 @@ class MLAgentsActor:
         """The actor of ML-Agents' checkpoint ``path`` (``<Behavior>-<step>.pt``,
         ``checkpoint.pt``) or of a snapshot of the plugin (the actor's ``state_dict`` alone).
 
-        :raises ValueError: the file holds no ML-Agents actor.
+        Raises:
+            ValueError: the file holds no ML-Agents actor.
         """
         from trainers.run_files.safe_load import load_pt
 

@@ -118,8 +118,9 @@ def load_rllib_policy(path: Path, *, behavior_spec: Any) -> RLlibModulePlayer:
     """The RLlib snapshot in ``path`` for the behavior ``behavior_spec`` (see the module
     docstring).
 
-    :raises CheckpointError: no spec (the game is needed), RLlib missing, or weights that are not
-        RLlib's default PPO module for this game.
+    Raises:
+        CheckpointError: no spec (the game is needed), RLlib missing, or weights that are not
+            RLlib's default PPO module for this game.
     """
     if behavior_spec is None:
         raise CheckpointError(
@@ -167,9 +168,10 @@ def load_rllib_policy(path: Path, *, behavior_spec: Any) -> RLlibModulePlayer:
 class RLlibModulePlayer:
     """An RLlib PPO module playing our games (see the module docstring).
 
-    :param module: the RLModule.
-    :param masked: its observations end with one legal-action flag per discrete action.
-    :param seed: seeds sampled actions.
+    Args:
+        module: the RLModule.
+        masked: its observations end with one legal-action flag per discrete action.
+        seed: seeds sampled actions.
     """
 
     def __init__(self, module: Any, *, masked: bool, name: str = "rllib", seed: int = 0) -> None:

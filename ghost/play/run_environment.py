@@ -94,8 +94,9 @@ class RunEnvironment:
         """The environment ``run`` trained on, with ``overrides``; ``run`` may be ``None`` when
         ``overrides.env_path`` names the environment.
 
-        :raises ConfigError: no environment is known, or a flag does not apply to it.
-        :raises EnvironmentSourceError: the environment cannot be found (moved, not importable).
+        Raises:
+            ConfigError: no environment is known, or a flag does not apply to it.
+            EnvironmentSourceError: the environment cannot be found (moved, not importable).
         """
         env_settings, engine = _recorded_settings(run)
         env_path = overrides.env_path or env_settings.env_path

@@ -106,8 +106,9 @@ class CurveSource:
 class HostRun:
     """What one host left in one run folder (subclasses: one per host).
 
-    :param root: the folder that names the run: ``results/<run>`` (ghost-learn, mlagents-learn),
-        ``<model>.self_play`` (SB3), the checkpoint folder (RLlib).
+    Args:
+        root: the folder that names the run: ``results/<run>`` (ghost-learn, mlagents-learn),
+            ``<model>.self_play`` (SB3), the checkpoint folder (RLlib).
     """
 
     host: ClassVar[str]
@@ -145,7 +146,8 @@ class HostRun:
     def snapshots(self, behavior_name: str) -> list[SnapshotInfo]:
         """The snapshot files of ``behavior_name`` (``Name``, no team), oldest first.
 
-        :raises RunDirectoryError: the run has none.
+        Raises:
+            RunDirectoryError: the run has none.
         """
         folder = self.snapshot_folder(behavior_name)
         files: dict[int, Path] = {}
@@ -506,7 +508,8 @@ def sb3_model_data(model: Path) -> Mapping[str, Any]:
     """The ``data`` JSON inside an SB3 ``model.zip``, read as JSON (its pickled fields are left
     as the text SB3 wrote).
 
-    :raises CheckpointError: the file is not a model saved by SB3.
+    Raises:
+        CheckpointError: the file is not a model saved by SB3.
     """
     try:
         with zipfile.ZipFile(model) as archive:
@@ -546,9 +549,12 @@ def _sb3_folders(folder: Path) -> list[Path]:
 def _recognise(path: Path, *, given: bool) -> HostRun | None:
     """The run whose root is ``path``, or ``None``.
 
-    :param given: ``path`` is what the user named (not a parent of it): a folder holding one
-        SB3 model with its self-play folder then stands for that model.
-    :raises RunDirectoryError: ``path`` holds several SB3 models (which one is meant?).
+    Args:
+        given: ``path`` is what the user named (not a parent of it): a folder holding one SB3 model
+            with its self-play folder then stands for that model.
+
+    Raises:
+        RunDirectoryError: ``path`` holds several SB3 models (which one is meant?).
     """
     if path.is_file():
         if path.suffix == ".zip" and given:
@@ -579,7 +585,8 @@ def _recognise(path: Path, *, given: bool) -> HostRun | None:
 def find_run(path: str | os.PathLike[str], *, levels: int = 3) -> HostRun | None:
     """The run ``path`` is, or lies in (up to ``levels`` folders up), of whichever host.
 
-    :raises RunDirectoryError: ``path`` is a folder of several SB3 models.
+    Raises:
+        RunDirectoryError: ``path`` is a folder of several SB3 models.
     """
     path = Path(path)
     for index, candidate in enumerate([path, *path.parents][: levels + 1]):
@@ -599,7 +606,8 @@ def read_run(root: str | os.PathLike[str]) -> HostRun:
     """The run at ``root`` (any host's layout); a folder of none is read as ghost-learn's, whose
     reading then says what is missing.
 
-    :raises RunDirectoryError: ``root`` is a folder of several SB3 models.
+    Raises:
+        RunDirectoryError: ``root`` is a folder of several SB3 models.
     """
     root = Path(root)
     return _recognise(root, given=True) or GhostLearnRun(root)

@@ -87,7 +87,8 @@ class RunRecord:
         behaviors are ML-Agents' trainers, which ghost-learn's parser does not take); a run of
         SB3 or RLlib, which writes no configuration, the defaults.
 
-        :raises GhostError: the file is missing or invalid (a ``ConfigError`` names the key).
+        Raises:
+            GhostError: the file is missing or invalid (a ``ConfigError`` names the key).
         """
         if self.host.host == GHOST_LEARN:
             return load_options(self.layout.configuration_path)
@@ -102,7 +103,8 @@ class RunRecord:
         """The ``self_play`` section ``behavior_name`` trained with (``None``: none, or the host
         does not record it).
 
-        :raises GhostError: the configuration is invalid.
+        Raises:
+            GhostError: the configuration is invalid.
         """
         if self.host.host == GHOST_LEARN:
             return self.options().settings_for(behavior_name).self_play
@@ -196,8 +198,11 @@ class RunRecord:
     def final_policy(self, behavior_name: str, *, behavior_spec: Any = None) -> Any:
         """The final policy of ``behavior_name``, loaded (``ghost.play.host_policies``).
 
-        :param behavior_spec: the behavior it will play (RLlib's snapshots need it).
-        :raises ConfigError: the run has no final policy of that behavior.
+        Args:
+            behavior_spec: the behavior it will play (RLlib's snapshots need it).
+
+        Raises:
+            ConfigError: the run has no final policy of that behavior.
         """
         from ghost.play.host_policies import load_host_policy
 
@@ -214,7 +219,8 @@ class RunRecord:
         """The snapshot files of ``behavior_name`` (``Name``, no team), oldest first. A run of
         SB3 or RLlib has one learner for every team: its snapshots, whatever the name.
 
-        :raises RunDirectoryError: the run or its snapshot folder is missing or empty.
+        Raises:
+            RunDirectoryError: the run or its snapshot folder is missing or empty.
         """
         self.check()
         return self.host.snapshots(behavior_name)

@@ -216,8 +216,9 @@ def load_sb3_policy(path: Path) -> SB3PolicyPlayer:
     """The SB3 policy in ``path``: a ``model.zip``, or a snapshot of its ``model.self_play``
     folder (the model beside it gives the class and spaces).
 
-    :raises CheckpointError: not SB3's, a class or keyword SB3 pickled beyond a class name, or
-        weights that do not fit the model's policy.
+    Raises:
+        CheckpointError: not SB3's, a class or keyword SB3 pickled beyond a class name, or weights
+            that do not fit the model's policy.
     """
     if path.suffix == ".zip":
         model, weights = path, _weights_in_zip(path)
@@ -238,8 +239,9 @@ def load_sb3_policy(path: Path) -> SB3PolicyPlayer:
 class SB3PolicyPlayer:
     """An SB3 policy playing our games: ``act`` on our observations and masks (True: blocked).
 
-    :param policy: an SB3 policy (``model.policy``).
-    :param name: the player's label.
+    Args:
+        policy: an SB3 policy (``model.policy``).
+        name: the player's label.
     """
 
     def __init__(self, policy: Any, *, name: str = "sb3") -> None:
