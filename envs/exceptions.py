@@ -47,6 +47,12 @@ class ProtobufLayoutError(GhostError, ImportError):
     ``envs.mlagents_protobuf`` does not know, so they cannot be built on this protobuf."""
 
 
+class DemoFileError(GhostError):
+    """A demonstration (``.demo``) file or folder that cannot be used: not a demonstration file,
+    cut short, from an unsupported format version, or recorded for a behavior whose observations
+    or actions differ from the one it is used with."""
+
+
 class EnvironmentOutputError(GhostError):
     """The environment returned steps that break the BaseEnv contract (shapes that differ from
     its behavior spec, NaN observations or rewards, wrong types)."""
