@@ -231,8 +231,8 @@ def _read_metadata(data: bytes, path: Path) -> DemonstrationMetaProto:
         versions = " and ".join(str(v) for v in sorted(SUPPORTED_API_VERSIONS))
         raise DemoFileError(
             f"{path}: demonstration format version {meta.api_version} is not supported (this "
-            f"reader, like ML-Agents 1.1, reads versions {versions}); record it again with "
-            "ML-Agents 2 or later"
+            f"reader, like ML-Agents 1.1, reads versions {versions}); it comes from a newer "
+            "recorder, or is damaged"
         )
     return meta
 
@@ -281,7 +281,12 @@ def _demonstration(
     rows: list[AgentInfoActionPairProto],
     path: Path,
 ) -> Demonstration:
-    spec = rpc_utils.behavior_spec_from_proto(brain, rows[0].agent_info)
+    try:
+        spec = rpc_utils.behavior_spec_from_proto(brain, rows[0].agent_info)
+    except (IndexError, ValueError) as error:  # no action spec in either layout, or a bad enum
+        raise _not_a_demo(
+            path, f"its brain parameters or first step do not parse ({error})"
+        ) from None
     count = len(spec.observation_specs)
     for index, row in enumerate(rows):
         if len(row.agent_info.observations) != count:

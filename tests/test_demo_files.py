@@ -259,6 +259,20 @@ def test_files_that_are_not_demonstrations(tmp_path, content):
     assert_one_line(caught, str(path), "not a demonstration (.demo) file")
 
 
+def test_brain_parameters_without_an_action_spec(tmp_path):
+    meta = DemonstrationMetaProto(api_version=1, number_steps=1)
+    brain = BrainParametersProto(brain_name="X", vector_action_space_type_deprecated=1)
+    path = tmp_path / "x.demo"
+    path.write_bytes(
+        delimited(meta.SerializeToString()).ljust(33, b"\0")
+        + delimited(brain.SerializeToString())
+        + delimited(AgentInfoActionPairProto().SerializeToString())
+    )
+    with pytest.raises(DemoFileError) as caught:
+        read_demo(path)
+    assert_one_line(caught, "not a demonstration (.demo) file: its brain parameters")
+
+
 def test_an_empty_file_a_missing_one_and_a_folder(tmp_path):
     (tmp_path / "empty.demo").write_bytes(b"")
     with pytest.raises(DemoFileError) as caught:
