@@ -239,8 +239,6 @@ def test_numbers_as_yaml_reads_them(write_yaml):
         ),
         (behavior(network_settings={"vis_encode_type": "resnet"}), "vis_encode_type"),
         (behavior(network_settings={"vis_encode_type": "match3"}), "vis_encode_type"),
-        (behavior(reward_signals={"gail": {"demo_path": "x.demo"}}), "reward_signals.gail"),
-        (behavior(behavioral_cloning={"demo_path": "x.demo"}), "behavioral_cloning"),
     ],
 )
 def test_unsupported_features_are_named(raw, path):

@@ -21,6 +21,7 @@ actions (in POCA too: each agent's own, not its group's).
   reward is the squared prediction error on the observation, large where the agent has rarely been.
 
 With self-play only the learning team's experience reaches the trainer, so only it trains these.
+GAIL (``trainers.gail``) is a signal of the same kind, learned from demonstrations too.
 """
 
 from __future__ import annotations

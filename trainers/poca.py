@@ -21,8 +21,8 @@ baseline each carry an LSTM memory per agent (``trainers.group_critic``): a pass
 agent's trajectories gives them, one no-grad pass for each (``trainers.ppo_sequences``), and
 minibatches are whole sequences, as in PPO's update with memory.
 
-Learned reward signals (``reward_signals.curiosity``/``rnd``, ``trainers.intrinsic_rewards``) act
-per agent, on its own observations and actions, as in ML-Agents: each has a group critic of its
+Learned reward signals (``reward_signals.curiosity``/``rnd``/``gail``, ``trainers.reward_signals``)
+act per agent, on its own observations and actions, as in ML-Agents: each has a group critic of its
 own (value and baseline), λ-returns of the agent's own signal reward with the signal's ``gamma``
 on its values, advantages ``return - baseline`` added to the extrinsic ones; the value and baseline
 losses are means over the streams.

@@ -10,6 +10,9 @@ when their schedule is ``linear``.
 With ``network_settings.memory`` the values come from a pass of the critic's LSTM along each
 agent's trajectories (``trainers.ppo_sequences``) and a minibatch is whole sequences of
 ``sequence_length`` steps (``trainers.sequences``), padding masked out of every loss.
+
+With ``behavioral_cloning`` the policy takes a cloning update after the epochs
+(``trainers.behavioral_cloning``); POCA's update ends the same way.
 """
 
 from __future__ import annotations
@@ -25,12 +28,13 @@ from trainers.buffers import RolloutBuffer
 from trainers.exceptions import UnsupportedFeatureError
 from trainers.gae import compute_gae
 from trainers.hyperparameters import SHARED_CRITIC_UNSUPPORTED, PPOSettings
-from trainers.intrinsic_rewards import IntrinsicSignal, make_intrinsic_signals
+from trainers.intrinsic_rewards import IntrinsicSignal
 from trainers.magnet import Magnet
 from trainers.memory import masked_mean
 from trainers.networks import ValueNetwork
 from trainers.policy import TorchPolicy, to_tensors
 from trainers.ppo_sequences import CriticMemories, critic_pass
+from trainers.reward_signals import make_reward_signals
 from trainers.rl_trainer import RLTrainer, decayed
 from trainers.rollout import Transitions
 from trainers.sequences import Sequences, cut_sequences
@@ -86,7 +90,7 @@ class PPOTrainer(RLTrainer):
 
     hyperparameters: PPOSettings
     supports_memory = True
-    #: the learned reward signals (``reward_signals.curiosity``/``rnd``) and their critics
+    #: the learned reward signals (``reward_signals.curiosity``/``rnd``/``gail``) and their critics
     signals: dict[str, IntrinsicSignal] = {}  # replaced by _make_learner, never changed in place
     signal_critics: torch.nn.ModuleDict = torch.nn.ModuleDict()
     #: with memory: the critic's memory per agent slot between rollouts
@@ -114,7 +118,12 @@ class PPOTrainer(RLTrainer):
     def _make_signals(self, policy: TorchPolicy, critic: Callable[[], torch.nn.Module]) -> None:
         """The learned reward signals, each with a critic of its own from ``critic()`` (as
         ML-Agents gives each a value head) and, with memory, that critic's memory per agent."""
-        self.signals = make_intrinsic_signals(policy.behavior_spec, self.settings.reward_signals)
+        self.signals = make_reward_signals(
+            policy.behavior_spec,
+            self.settings.reward_signals,
+            squash=policy.squash,
+            where=self.reward_signals_key,
+        )
         self.signal_critics = torch.nn.ModuleDict({key: critic() for key in self.signals}).to(
             self.device
         )
@@ -363,17 +372,28 @@ class PPOTrainer(RLTrainer):
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 self.optimizer.step()
-                signal_rows = rows.cpu().numpy()
-                if sequences is not None:  # the real steps of the minibatch's sequences
-                    signal_rows = sequences.rows[signal_rows].reshape(-1)
-                    signal_rows = signal_rows[signal_rows >= 0]
-                for signal in self.signals.values():
-                    for name, value in signal.update(data, signal_rows).items():
-                        totals[name] = totals.get(name, 0.0) + value
+                self._train_signals(data, rows.cpu().numpy(), sequences, totals)
                 totals["policy"] += policy_loss.item()
                 totals["entropy"] += entropy.item()
                 updates += 1
         self._record_optimization(totals, max(updates, 1), learning_rate, beta, epsilon)
+        self.clone_demonstrations()
+
+    def _train_signals(
+        self,
+        data: Transitions,
+        rows: np.ndarray,
+        sequences: Sequences | None,
+        totals: dict[str, float],
+    ) -> None:
+        """One step of every learned signal on the minibatch ``rows`` (sequences, with memory),
+        its statistics added to ``totals``."""
+        if sequences is not None:  # the real steps of the minibatch's sequences
+            rows = sequences.rows[rows].reshape(-1)
+            rows = rows[rows >= 0]
+        for signal in self.signals.values():
+            for name, value in signal.update(data, rows).items():
+                totals[name] = totals.get(name, 0.0) + value
 
     def _minibatch_source(
         self, data: Transitions, obs: list[torch.Tensor], advantages: np.ndarray

@@ -1,7 +1,9 @@
 """Machinery PPO and SAC share: the learner policy, step-batch intake, stats and persistence.
 
 A subclass writes only what makes its algorithm: ``_make_learner`` (critics, optimizers),
-``_take`` (store completed transitions), ``_ready`` / ``_update`` and its extra state.
+``_take`` (store completed transitions), ``_ready`` / ``_update`` and its extra state. Behavioral
+cloning (``behavioral_cloning``) is built here for all of them; each algorithm calls
+``clone_demonstrations`` where ML-Agents updates it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from mlagents_envs.base_env import BehaviorSpec
 
 from envs.behavior_id import BehaviorId
 from trainers.base import Policy, Trainer
+from trainers.behavioral_cloning import PRETRAINING_LOSS, BehavioralCloning
+from trainers.demonstrations import load_demonstration
 from trainers.exceptions import UnsupportedFeatureError
 from trainers.policy import TorchPolicy
 from trainers.policy_file import policy_record
@@ -46,6 +50,7 @@ class RLTrainer(Trainer):
         super().__init__(**kwargs)
         self.hyperparameters = self.settings.hyperparameters
         self.policy: TorchPolicy | None = None
+        self.cloning: BehavioralCloning | None = None
         self.assemblers: dict[BehaviorId, TransitionAssembler] = {}
         # one slot numbering for all assemblers: slots key trajectories in the buffers
         self._slot_table: dict[tuple[int, int], int] = {}
@@ -90,6 +95,28 @@ class RLTrainer(Trainer):
         if self.policy is None:
             self.policy = policy
             self._make_learner(policy)
+            self.cloning = self._make_cloning(policy)
+
+    def _make_cloning(self, policy: TorchPolicy) -> BehavioralCloning | None:
+        """Behavioral cloning of the ``behavioral_cloning`` section's demonstrations, if any."""
+        settings = self.settings.behavioral_cloning
+        if settings is None:
+            return None
+        where = f"behaviors.{self.behavior_name}.behavioral_cloning.demo_path"
+        return BehavioralCloning(
+            policy=policy,
+            settings=settings,
+            demo=load_demonstration(settings.demo_path, policy.behavior_spec, where=where),
+            learning_rate=self.hyperparameters.learning_rate,
+            batch_size=self.hyperparameters.batch_size,
+            rng=self.rng,
+            device=self.device,
+        )
+
+    @property
+    def reward_signals_key(self) -> str:
+        """The key path of this behavior's ``reward_signals``, for errors about them."""
+        return f"behaviors.{self.behavior_name}.reward_signals"
 
     def get_policy(self, behavior_id: BehaviorId) -> TorchPolicy:
         assert self.policy is not None, "add_policy comes first"
@@ -153,6 +180,14 @@ class RLTrainer(Trainer):
     def scaled_rewards(self, transitions: Transitions) -> np.ndarray:
         return transitions.rewards * self.settings.reward_strength
 
+    def clone_demonstrations(self, updates: int = 1) -> None:
+        """``updates`` behavioral cloning updates (none without ``behavioral_cloning``), their
+        mean loss recorded."""
+        if self.cloning is None or updates < 1:
+            return
+        losses = [self.cloning.update(self._step)[PRETRAINING_LOSS] for _ in range(updates)]
+        self.stats.add(PRETRAINING_LOSS, float(np.mean(losses)))
+
     def record_losses(self, losses: dict[str, float]) -> None:
         for key, value in losses.items():
             self.stats.add(key, value)
@@ -191,6 +226,7 @@ class RLTrainer(Trainer):
             "assemblers": {str(b): a.state_dict() for b, a in self.assemblers.items()},
             "slot_table": dict(self._slot_table),
             "rng": {"numpy": self.rng.bit_generator.state, "torch": torch.get_rng_state()},
+            **({"cloning": self.cloning.state_dict()} if self.cloning is not None else {}),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -198,6 +234,8 @@ class RLTrainer(Trainer):
         self.policy.load_weights(state["policy"]["weights"])
         self._step = int(state["step"])
         self._load_learner_state(state["learner"])
+        if self.cloning is not None and "cloning" in state:  # cloning added at resume starts fresh
+            self.cloning.load_state_dict(state["cloning"])
         self._slot_table.clear()
         self._slot_table.update(state["slot_table"])
         for behavior_id, assembler in self.assemblers.items():

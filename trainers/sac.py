@@ -17,13 +17,14 @@ draws one minibatch of ``batch_size`` and takes one optimizer step each for:
 
 Then the target networks follow the online ones by Polyak averaging with ``tau``.
 
-Learned reward signals (``reward_signals.curiosity``/``rnd``, ``trainers.intrinsic_rewards``), as
-in ML-Agents, each get a return stream of their own: every Q network has one output block per
-stream (extrinsic first), and stream ``k``'s target is ``r_k + gamma_k * (1 - done) * V'_k(s')``
+Learned reward signals (``reward_signals.curiosity``/``rnd``/``gail``,
+``trainers.reward_signals``), as in ML-Agents, each get a return stream of their own: every Q
+network has one output block per stream (extrinsic first), and stream ``k``'s target is ``r_k + gamma_k * (1 - done) * V'_k(s')``
 with the signal's own ``gamma``. The signals score each minibatch as it is drawn (their rewards,
 times ``strength``, are never stored) and take one step of their own optimizer on it. The policy
 maximizes the sum of the streams; the entropy terms enter the extrinsic stream only, so that with
-equal gammas the sum is the soft value of the summed reward.
+equal gammas the sum is the soft value of the summed reward. With ``behavioral_cloning`` the
+policy takes a cloning update after every gradient step (``trainers.behavioral_cloning``).
 
 Action kinds: continuous actions are squashed with ``tanh`` and the Q networks take the squashed
 action as input. A discrete branch has one Q output per action; the Q-value of a joint action is
@@ -53,10 +54,11 @@ from trainers.adam import Adam
 from trainers.buffers import ReplayBatch, ReplayBuffer
 from trainers.exceptions import NetworkMismatchError
 from trainers.hyperparameters import SACSettings
-from trainers.intrinsic_rewards import MinibatchSignals, make_intrinsic_signals
+from trainers.intrinsic_rewards import MinibatchSignals
 from trainers.memory import MemoryCore, masked_mean
 from trainers.networks import ObservationEncoder, mlp
 from trainers.policy import TorchPolicy, to_tensors
+from trainers.reward_signals import make_reward_signals
 from trainers.rl_trainer import RLTrainer, decayed
 from trainers.rollout import Transitions
 from trainers.sequence_replay import SequenceReplayBuffer
@@ -175,7 +177,11 @@ class SACTrainer(RLTrainer):
         action_spec = spec.action_spec
         self.continuous_size = action_spec.continuous_size
         self.branches: list[int] = list(action_spec.discrete_branches)
-        self.signals = MinibatchSignals(make_intrinsic_signals(spec, self.settings.reward_signals))
+        self.signals = MinibatchSignals(
+            make_reward_signals(
+                spec, self.settings.reward_signals, squash=True, where=self.reward_signals_key
+            )
+        )
         signals = self.signals.signals.values()
         self.stream_titles = ["Extrinsic", *(signal.title for signal in signals)]
         self.gammas = torch.tensor(
@@ -285,6 +291,7 @@ class SACTrainer(RLTrainer):
             self._signal_step()
         self.updates += steps
         self.signal_updates += signal_steps
+        self.clone_demonstrations(steps)  # after every gradient step, as ML-Agents
         policy_loss, q1_loss, q2_loss, entropy, *estimates = losses.tolist()
         coefficients = torch.cat([self.log_ent_coef_continuous, self.log_ent_coef_discrete]).exp()
         stats = {

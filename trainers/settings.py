@@ -10,7 +10,6 @@ per trainer type: each registered type brings its own ``HyperparamSettings`` sub
 from __future__ import annotations
 
 import enum
-from typing import Any
 
 import attrs
 
@@ -95,14 +94,56 @@ class RNDSettings(RewardSignalSettings):
     encoding_size: int | None = attrs.field(default=None, validator=positive)
 
 
-#: the trainer types that learn ``curiosity`` and ``rnd`` (``trainers.intrinsic_rewards``)
+def _demo_path(instance: object, attribute: attrs.Attribute, value: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(
+            f"{attribute.name} must name a .demo file or a folder of them (got {value!r})"
+        )
+
+
+@attrs.frozen(kw_only=True)
+class GAILSettings(RewardSignalSettings):
+    """``reward_signals.gail`` (``trainers.gail.GAIL``): a discriminator between the agent's
+    steps and the demonstrations at ``demo_path`` (a ``.demo`` file or a folder of them)."""
+
+    learning_rate: float = attrs.field(default=3.0e-4, validator=positive)
+    encoding_size: int | None = attrs.field(default=None, validator=positive)
+    #: the discriminator also reads the action taken (and whether the episode ended after it)
+    use_actions: bool = False
+    #: a variational information bottleneck between the discriminator's encoder and its output
+    use_vail: bool = False
+    demo_path: str = attrs.field(validator=_demo_path)
+
+
+@attrs.frozen(kw_only=True)
+class BehavioralCloningSettings:
+    """``behavioral_cloning`` (``trainers.behavioral_cloning``): after every policy update, the
+    policy learns to take the actions of the demonstrations at ``demo_path``.
+
+    ``strength`` scales the learning rate of the cloning optimizer (the trainer's
+    ``learning_rate`` times ``strength``), which falls linearly to 0 over ``steps`` trainer steps
+    (0: it never falls). ``batch_size`` defaults to the trainer's, ``num_epoch`` to 3 (as
+    ML-Agents), and ``samples_per_update`` > 0 caps the demonstration steps of each epoch.
+    """
+
+    demo_path: str = attrs.field(validator=_demo_path)
+    steps: int = attrs.field(default=0, validator=non_negative)
+    strength: float = attrs.field(default=1.0, validator=non_negative)
+    samples_per_update: int = attrs.field(default=0, validator=non_negative)
+    num_epoch: int | None = attrs.field(default=None, validator=positive)
+    batch_size: int | None = attrs.field(default=None, validator=positive)
+
+
+#: the trainer types that learn ``curiosity``, ``rnd`` and ``gail`` and honour
+#: ``behavioral_cloning`` (``trainers.reward_signals``, ``trainers.behavioral_cloning``)
 INTRINSIC_REWARD_TRAINERS = ("ppo", "sac", "poca")
 
-#: the reward signal keys and their settings classes (``gail`` is refused by the config reader)
+#: the reward signal keys and their settings classes
 REWARD_SIGNAL_TYPES: dict[str, type[RewardSignalSettings]] = {
     "extrinsic": RewardSignalSettings,
     "curiosity": CuriositySettings,
     "rnd": RNDSettings,
+    "gail": GAILSettings,
 }
 
 
@@ -137,7 +178,7 @@ class TrainerSettings:
     #: ML-Agents' trainer-in-its-own-thread switch; trainers here always update in the main loop,
     #: so ``true`` only draws a warning from the config loader
     threaded: bool = False
-    behavioral_cloning: dict[str, Any] | None = None
+    behavioral_cloning: BehavioralCloningSettings | None = None
 
     @property
     def gamma(self) -> float:

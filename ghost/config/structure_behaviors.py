@@ -1,10 +1,11 @@
 """Structuring a behavior's section (``behaviors.<name>`` and ``default_settings``).
 
 ``trainer_type`` is read first: it picks the ``hyperparameters`` class (``trainers.registry``),
-plug-ins included. Valid ML-Agents settings this project does not implement yet (``gail``,
-``behavioral_cloning``, ``shared_critic``, some encoders, learned reward signals with a trainer
-type that does not learn them, keys a network with memory cannot honour) raise
-``UnsupportedFeatureError`` with what to do instead.
+plug-ins included. Valid ML-Agents settings this project does not implement yet (``shared_critic``,
+some encoders, learned reward signals and ``behavioral_cloning`` with a trainer type that does not
+learn them, keys a network with memory cannot honour) raise ``UnsupportedFeatureError`` with what
+to do instead. A ``demo_path`` is read when training starts (``trainers.demonstrations``), not
+here: a run's saved configuration still reads where its demonstrations are gone.
 """
 
 from __future__ import annotations
@@ -34,8 +35,6 @@ from trainers.settings import (
     SUPPORTED_ENCODERS,
     NetworkSettings,
 )
-
-_UNSUPPORTED_REWARD_SIGNALS = ("gail",)
 
 
 def _structure_network(value: Any, cl: type) -> NetworkSettings:
@@ -73,20 +72,14 @@ def _check_memory_support(settings: BehaviorSettings) -> None:
 
 
 def _structure_reward_signals(signals: Any, trainer_type: str) -> dict[str, Any]:
-    """``reward_signals``, each key structured with its own settings class; ``gail`` refused,
-    and the learned signals with trainer types that do not learn them (plug-ins)."""
+    """``reward_signals``, each key structured with its own settings class; the learned signals
+    refused with trainer types that do not learn them (plug-ins)."""
     if not isinstance(signals, Mapping):
         raise ConfigProblem("expected a mapping (key: value lines)", value=signals)
     result = {}
     for name, item in signals.items():
-        if name in _UNSUPPORTED_REWARD_SIGNALS:
-            raise ConfigProblem(
-                f"the {name} reward signal (imitation from demonstrations) is not supported yet; "
-                f"remove this signal (supported: {', '.join(REWARD_SIGNAL_TYPES)})",
-                kind=UnsupportedFeatureError,
-            ).below(name)
         if name not in REWARD_SIGNAL_TYPES:
-            raise unknown_key(name, item, [*REWARD_SIGNAL_TYPES, *_UNSUPPORTED_REWARD_SIGNALS])
+            raise unknown_key(name, item, REWARD_SIGNAL_TYPES)
         if name != "extrinsic" and trainer_type not in INTRINSIC_REWARD_TRAINERS:
             raise ConfigProblem(
                 f"the {name} reward signal is not supported with trainer_type {trainer_type} "
@@ -133,9 +126,14 @@ def _structure_behavior_settings(value: Any, _: type) -> BehaviorSettings:
     if signals is not None:
         kwargs["reward_signals"] = signals
     kwargs.setdefault("hyperparameters", hyperparameters())
-    if kwargs.get("behavioral_cloning") is not None:
+    if (
+        kwargs.get("behavioral_cloning") is not None
+        and trainer_type not in INTRINSIC_REWARD_TRAINERS
+    ):
         raise ConfigProblem(
-            "imitation from demonstrations is not supported yet; remove the section",
+            f"behavioral cloning is not supported with trainer_type {trainer_type} yet, only "
+            f"with {', '.join(INTRINSIC_REWARD_TRAINERS)}; remove the section or train with one "
+            "of those",
             kind=UnsupportedFeatureError,
         ).below("behavioral_cloning")
     settings = construct(BehaviorSettings, kwargs)

@@ -1,0 +1,296 @@
+"""Behavioral cloning (``behavioral_cloning``): ML-Agents' keys and defaults, the loss it lowers,
+a policy drawn toward the demonstrator's actions with PPO, SAC and POCA (with memory too), its
+annealing, its checkpoints, and a learning run on tennis from a scripted level's play."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+import numpy as np
+import pytest
+import torch
+
+from envs.games import make_game
+from envs.stepping import InProcessStepper
+from ghost.config.loader import options_from_dict, options_to_dict
+from ghost.exceptions import UnsupportedFeatureError
+from tests.conftest import FakeEntryPoint, FakeTrainer, builtin_types
+from tests.demo_fixtures import demo_on_disk, record_scripted
+from trainers.behavioral_cloning import PRETRAINING_LOSS, BehavioralCloning
+from trainers.demonstrations import DemoRows
+from trainers.exceptions import ConfigError
+from trainers.hyperparameters import POCASettings, PPOSettings, SACSettings
+from trainers.policy import TorchPolicy, load_policy, to_tensors
+from trainers.run_files.layout import RunLayout
+from trainers.run_files.safe_load import load_pt
+from trainers.settings import (
+    BehavioralCloningSettings,
+    MemorySettings,
+    NetworkSettings,
+    RewardSignalSettings,
+    TrainerSettings,
+)
+from trainers.training_loop import TrainingLoop
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+SMALL = NetworkSettings(hidden_units=32, num_layers=2)
+
+
+@pytest.fixture(scope="module")
+def tennis_demo():
+    return record_scripted("tennis", "medium", episodes=20)
+
+
+@pytest.fixture(scope="module")
+def soccer_demo():
+    return record_scripted("soccer", "medium", episodes=10)
+
+
+def tennis_behavior(**section) -> dict:
+    return {"behaviors": {"Tennis": section}}
+
+
+# -- configuration -------------------------------------------------------------------------------
+def test_the_section_takes_ml_agents_keys_and_defaults_and_reads_back():
+    options = options_from_dict(
+        tennis_behavior(behavioral_cloning={"demo_path": "demos/Tennis.demo", "steps": 5000})
+    )
+    cloning = options.behaviors["Tennis"].behavioral_cloning
+    assert cloning == BehavioralCloningSettings(demo_path="demos/Tennis.demo", steps=5000)
+    assert (cloning.strength, cloning.samples_per_update) == (1.0, 0)
+    assert (cloning.num_epoch, cloning.batch_size) == (None, None)
+    written = options_to_dict(options)["behaviors"]["Tennis"]["behavioral_cloning"]
+    assert written == {
+        "demo_path": "demos/Tennis.demo", "steps": 5000, "strength": 1.0,
+        "samples_per_update": 0, "num_epoch": None, "batch_size": None,
+    }  # fmt: skip
+    assert options_from_dict(options_to_dict(options)) == options
+
+
+@pytest.mark.parametrize(
+    ("section", "words"),
+    [
+        ({}, "behavioral_cloning: BehavioralCloningSettings needs the key(s) demo_path"),
+        ({"demo_path": " "}, "behavioral_cloning.demo_path = ' ': must name a .demo file"),
+        ({"demo_path": "a.demo", "stength": 2}, "did you mean 'strength'?"),
+        ({"demo_path": "a.demo", "steps": -1}, "behavioral_cloning.steps = -1: must be >= 0"),
+        ({"demo_path": "a.demo", "batch_size": 0}, "behavioral_cloning.batch_size = 0"),
+    ],
+)
+def test_a_wrong_section_is_named_by_its_key(section, words):
+    with pytest.raises(ConfigError) as caught:
+        options_from_dict(tennis_behavior(behavioral_cloning=section))
+    assert "behaviors.Tennis." in str(caught.value) and words in str(caught.value)
+
+
+def test_a_plugin_trainer_type_is_refused_cloning(use_entry_points):
+    use_entry_points(
+        FakeEntryPoint("builtin", builtin_types),
+        FakeEntryPoint("mine", lambda: ({"mine": FakeTrainer}, {"mine": PPOSettings})),
+    )
+    raw = tennis_behavior(trainer_type="mine", behavioral_cloning={"demo_path": "a.demo"})
+    with pytest.raises(UnsupportedFeatureError, match="only with ppo, sac, poca") as caught:
+        options_from_dict(raw)
+    assert "behaviors.Tennis.behavioral_cloning" in str(caught.value)
+
+
+def test_a_demo_path_that_names_nothing_is_named_when_training_starts(tmp_path):
+    settings = bc_settings("ppo", str(tmp_path / "missing.demo"))
+    with pytest.raises(ConfigError) as caught:
+        train_tennis(tmp_path / "run", settings)
+    message = str(caught.value)
+    assert message.startswith("behaviors.Tennis.behavioral_cloning.demo_path: no .demo file")
+    assert "missing.demo" in message
+
+
+# -- the update ----------------------------------------------------------------------------------
+def cloning(demo, *, squash=False, memory=None, **settings) -> BehavioralCloning:
+    torch.manual_seed(0)
+    policy = TorchPolicy(
+        behavior_spec=demo.spec,
+        network_settings=attrs.evolve(SMALL, memory=memory),
+        squash=squash,
+        conditional_std=squash,
+    )
+    return BehavioralCloning(
+        policy=policy,
+        settings=BehavioralCloningSettings(demo_path="unused", **settings),
+        demo=DemoRows.of(demo),
+        learning_rate=3e-4,
+        batch_size=64,
+        rng=np.random.default_rng(0),
+    )
+
+
+@pytest.mark.parametrize(
+    ("game", "squash"), [("tennis", False), ("tennis", True), ("soccer", False)],
+    ids=["continuous-clipped", "continuous-squashed", "discrete"],
+)  # fmt: skip
+def test_an_update_lowers_the_loss_on_the_demonstrations(game, squash, tennis_demo, soccer_demo):
+    demo = tennis_demo if game == "tennis" else soccer_demo
+    bc = cloning(demo, squash=squash, strength=10.0, num_epoch=1)
+    every_row = np.arange(len(DemoRows.of(demo)))
+    with torch.no_grad():
+        torch.manual_seed(1)
+        before = bc.loss(every_row).item()
+    first = bc.update(step=0)[PRETRAINING_LOSS]
+    for _ in range(4):
+        last = bc.update(step=0)[PRETRAINING_LOSS]
+    with torch.no_grad():
+        torch.manual_seed(1)
+        after = bc.loss(every_row).item()
+    assert after < 0.7 * before and last < first
+
+
+def test_the_step_size_falls_to_zero_over_steps_and_cloning_then_stops(tennis_demo):
+    bc = cloning(tennis_demo, strength=2.0, steps=1000)
+    assert bc.learning_rate(0) == pytest.approx(6e-4)
+    assert bc.learning_rate(250) == pytest.approx(4.5e-4)
+    assert bc.learning_rate(1000) == 0.0 and bc.learning_rate(5000) == 0.0
+    weights = {k: v.clone() for k, v in bc.actor.state_dict().items()}
+    assert bc.update(step=1000) == {PRETRAINING_LOSS: 0.0}
+    torch.testing.assert_close(bc.actor.state_dict(), weights)
+    assert cloning(tennis_demo, strength=2.0).learning_rate(10**9) == pytest.approx(6e-4)
+
+
+def test_minibatches_follow_batch_size_num_epoch_and_samples_per_update(tennis_demo):
+    rows = len(DemoRows.of(tennis_demo))
+    assert cloning(tennis_demo)._minibatches() == (64, rows // 64)
+    assert cloning(tennis_demo, batch_size=100)._minibatches() == (100, rows // 100)
+    assert cloning(tennis_demo, samples_per_update=200)._minibatches() == (64, 3)
+    assert cloning(tennis_demo).num_epoch == 3
+    memory = MemorySettings(memory_size=16, sequence_length=8)
+    with_memory = cloning(tennis_demo, memory=memory)
+    assert with_memory._minibatches()[0] == 8  # sequences of 8 steps: 64 steps a minibatch
+
+
+def test_sequences_keep_to_one_episode_and_padding_counts_in_no_loss(tennis_demo):
+    memory = MemorySettings(memory_size=16, sequence_length=8)
+    bc = cloning(tennis_demo, memory=memory)
+    demo = DemoRows.of(tennis_demo)
+    assert bc.sequences is not None
+    real = bc.sequences.rows[bc.sequences.valid]
+    assert sorted(real) == list(range(len(demo)))
+    for sequence in bc.sequences.rows[:50]:
+        assert len(set(demo.episode[sequence[sequence >= 0]])) == 1
+    padded = np.flatnonzero((~bc.sequences.valid).any(axis=1))[:4]
+    torch.manual_seed(2)
+    loss = bc.loss(padded)
+    assert torch.isfinite(loss) and loss.item() > 0
+
+
+# -- in the trainers -----------------------------------------------------------------------------
+HYPERPARAMETERS = {
+    "ppo": PPOSettings(batch_size=64, buffer_size=128),
+    "poca": POCASettings(batch_size=64, buffer_size=128),
+    "sac": SACSettings(batch_size=64, buffer_size=2000, steps_per_update=20),
+}
+
+
+def bc_settings(trainer_type: str, demo_path: str, *, max_steps: int = 600, memory=None,
+                **cloning_keys) -> TrainerSettings:  # fmt: skip
+    """Cloning alone: the environment's reward weighs nothing."""
+    keys = {"strength": 10.0, **cloning_keys}
+    if trainer_type == "sac":
+        keys.setdefault("samples_per_update", 64)
+    return TrainerSettings(
+        trainer_type=trainer_type,
+        hyperparameters=HYPERPARAMETERS[trainer_type],
+        network_settings=attrs.evolve(SMALL, memory=memory),
+        reward_signals={"extrinsic": RewardSignalSettings(strength=0.0)},
+        behavioral_cloning=BehavioralCloningSettings(demo_path=demo_path, **keys),
+        max_steps=max_steps, summary_freq=max_steps, checkpoint_interval=max_steps,
+    )  # fmt: skip
+
+
+def train_tennis(path: Path, settings: TrainerSettings, *, resume: bool = False) -> TrainingLoop:
+    torch.manual_seed(0)
+    loop = TrainingLoop(
+        behaviors={"Tennis": settings},
+        stepper=InProcessStepper(make_game("tennis", num_arenas=4)),
+        layout=RunLayout(path),
+        seed=0,
+    )
+    loop.run(resume=resume)
+    return loop
+
+
+def action_error(policy: TorchPolicy, demo) -> float:
+    """Mean distance of the policy's most likely action from the demonstrator's."""
+    rows = DemoRows.of(demo)
+    with torch.no_grad():
+        dist = policy.actor(to_tensors(rows.obs))
+        return float(
+            (dist.env_continuous(dist.mean) - torch.as_tensor(rows.continuous)).abs().mean()
+        )
+
+
+@pytest.mark.parametrize("trainer_type", ["ppo", "sac", "poca"])
+def test_cloning_alone_draws_the_policy_to_the_demonstrators_actions(
+    tmp_path, monkeypatch, tennis_demo, trainer_type
+):
+    path = demo_on_disk(tmp_path / "Tennis.demo", tennis_demo, monkeypatch)
+    settings = bc_settings(trainer_type, path)
+    untrained = TorchPolicy(
+        behavior_spec=tennis_demo.spec, network_settings=SMALL, squash=trainer_type == "sac"
+    )
+    trainer = train_tennis(tmp_path / "run", settings).trainers["Tennis"]
+    assert trainer.stats.latest[PRETRAINING_LOSS] > 0
+    assert action_error(trainer.policy, tennis_demo) < 0.6 * action_error(untrained, tennis_demo)
+
+
+@pytest.mark.parametrize("trainer_type", ["ppo", "sac", "poca"])
+def test_a_policy_with_memory_clones_too(tmp_path, monkeypatch, tennis_demo, trainer_type):
+    path = demo_on_disk(tmp_path / "Tennis.demo", tennis_demo, monkeypatch)
+    memory = MemorySettings(memory_size=16, sequence_length=8)
+    settings = bc_settings(trainer_type, path, max_steps=300, memory=memory)
+    trainer = train_tennis(tmp_path / "run", settings).trainers["Tennis"]
+    assert trainer.cloning.sequences is not None
+    assert 0 < trainer.stats.latest[PRETRAINING_LOSS] < 10
+
+
+def test_a_checkpoint_carries_the_cloning_optimizer_and_the_policy_file_has_no_part_of_it(
+    tmp_path, monkeypatch, tennis_demo
+):
+    path = demo_on_disk(tmp_path / "Tennis.demo", tennis_demo, monkeypatch)
+    settings = bc_settings("ppo", path, max_steps=300)
+    trainer = train_tennis(tmp_path / "run", settings).trainers["Tennis"]
+    saved = trainer.state_dict()["cloning"]
+    checkpoint = load_pt(next((tmp_path / "run" / "Tennis" / "checkpoints").glob("*.pt")))
+    assert set(checkpoint["cloning"]) == {"optimizer"}
+    longer = attrs.evolve(settings, max_steps=600)
+    again = train_tennis(tmp_path / "run", longer, resume=True).trainers["Tennis"]
+    assert again.cloning is not None
+    first_moments = [m for m in again.cloning.optimizer.state_dict()["state"].values()]
+    assert len(first_moments) == len(saved["optimizer"]["state"])
+    assert all(m["step"] > s["step"] for m, s in zip(first_moments,
+               saved["optimizer"]["state"].values(), strict=True))  # fmt: skip
+    resumed = train_tennis(tmp_path / "copy", settings).trainers["Tennis"]
+    resumed.load_state_dict(trainer.state_dict())
+    torch.testing.assert_close(resumed.cloning.optimizer.state_dict(), saved["optimizer"])
+    plain = TorchPolicy(behavior_spec=tennis_demo.spec, network_settings=SMALL)
+    assert load_policy(tmp_path / "run" / "Tennis.pt").actor.state_dict().keys() == (
+        plain.actor.state_dict().keys()
+    )
+
+
+# -- learning ------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_cloning_a_scripted_level_on_tennis_nearly_matches_its_score(tmp_path, monkeypatch):
+    """Cloning alone (the environment's reward weighs nothing), from 50 episodes of the scripted
+    ``medium`` player, scored against ``weak`` as ``medium`` itself is; seed 0."""
+    from ghost.evaluation import evaluate
+
+    demo = record_scripted("tennis", "medium", episodes=50)
+    path = demo_on_disk(tmp_path / "Tennis.demo", demo, monkeypatch)
+    settings = attrs.evolve(
+        bc_settings("ppo", path, max_steps=30_000),
+        hyperparameters=PPOSettings(batch_size=256, buffer_size=2048, beta=1e-4),
+        network_settings=NetworkSettings(hidden_units=128, num_layers=2),
+    )
+    trainer = train_tennis(tmp_path / "run", settings).trainers["Tennis"]
+    level = evaluate(game="tennis", policy="medium", opponent="weak", episodes=200)
+    cloned = evaluate(game="tennis", policy=trainer.policy, opponent="weak", episodes=200)
+    assert cloned.score >= 0.9 * level.score
