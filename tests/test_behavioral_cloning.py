@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 import torch
 
+from envs.exceptions import DemoFileError
 from envs.games import make_game
 from envs.stepping import InProcessStepper
 from ghost.config.loader import options_from_dict, options_to_dict
 from ghost.exceptions import UnsupportedFeatureError
 from tests.conftest import FakeEntryPoint, FakeTrainer, builtin_types
-from tests.demo_fixtures import demo_on_disk, record_scripted
+from tests.demo_fixtures import record_scripted
 from trainers.behavioral_cloning import PRETRAINING_LOSS, BehavioralCloning
 from trainers.demonstrations import DemoRows
 from trainers.exceptions import ConfigError
@@ -39,13 +40,15 @@ SMALL = NetworkSettings(hidden_units=32, num_layers=2)
 
 
 @pytest.fixture(scope="module")
-def tennis_demo():
-    return record_scripted("tennis", "medium", episodes=20)
+def tennis_demo(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("demos")
+    return record_scripted(folder / "Tennis.demo", "tennis", "medium", episodes=20)
 
 
 @pytest.fixture(scope="module")
-def soccer_demo():
-    return record_scripted("soccer", "medium", episodes=10)
+def soccer_demo(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("demos")
+    return record_scripted(folder / "Soccer.demo", "soccer", "medium", episodes=10)
 
 
 def tennis_behavior(**section) -> dict:
@@ -98,11 +101,29 @@ def test_a_plugin_trainer_type_is_refused_cloning(use_entry_points):
 
 def test_a_demo_path_that_names_nothing_is_named_when_training_starts(tmp_path):
     settings = bc_settings("ppo", str(tmp_path / "missing.demo"))
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(DemoFileError) as caught:
         train_tennis(tmp_path / "run", settings)
     message = str(caught.value)
     assert message.startswith("behaviors.Tennis.behavioral_cloning.demo_path: no .demo file")
     assert "missing.demo" in message
+
+
+def test_demonstrations_of_another_behavior_or_no_demonstration_are_named_by_the_key(
+    tmp_path, soccer_demo
+):
+    with pytest.raises(DemoFileError) as caught:
+        train_tennis(tmp_path / "run", bc_settings("sac", soccer_demo.path))
+    assert str(caught.value).startswith(
+        "behaviors.Tennis.behavioral_cloning.demo_path: the demonstration of 'SoccerTwos' does "
+        "not fit the behavior"
+    )
+    garbage = tmp_path / "garbage.demo"
+    garbage.write_bytes(b"not a demonstration at all")
+    with pytest.raises(DemoFileError) as caught:
+        train_tennis(tmp_path / "run2", bc_settings("ppo", str(garbage)))
+    message = str(caught.value)
+    assert message.startswith("behaviors.Tennis.behavioral_cloning.demo_path: ")
+    assert "garbage.demo" in message
 
 
 # -- the update ----------------------------------------------------------------------------------
@@ -117,7 +138,7 @@ def cloning(demo, *, squash=False, memory=None, **settings) -> BehavioralCloning
     return BehavioralCloning(
         policy=policy,
         settings=BehavioralCloningSettings(demo_path="unused", **settings),
-        demo=DemoRows.of(demo),
+        demo=DemoRows.of(demo.demo),
         learning_rate=3e-4,
         batch_size=64,
         rng=np.random.default_rng(0),
@@ -131,7 +152,7 @@ def cloning(demo, *, squash=False, memory=None, **settings) -> BehavioralCloning
 def test_an_update_lowers_the_loss_on_the_demonstrations(game, squash, tennis_demo, soccer_demo):
     demo = tennis_demo if game == "tennis" else soccer_demo
     bc = cloning(demo, squash=squash, strength=10.0, num_epoch=1)
-    every_row = np.arange(len(DemoRows.of(demo)))
+    every_row = np.arange(len(DemoRows.of(demo.demo)))
     with torch.no_grad():
         torch.manual_seed(1)
         before = bc.loss(every_row).item()
@@ -156,7 +177,7 @@ def test_the_step_size_falls_to_zero_over_steps_and_cloning_then_stops(tennis_de
 
 
 def test_minibatches_follow_batch_size_num_epoch_and_samples_per_update(tennis_demo):
-    rows = len(DemoRows.of(tennis_demo))
+    rows = len(DemoRows.of(tennis_demo.demo))
     assert cloning(tennis_demo)._minibatches() == (64, rows // 64)
     assert cloning(tennis_demo, batch_size=100)._minibatches() == (100, rows // 100)
     assert cloning(tennis_demo, samples_per_update=200)._minibatches() == (64, 3)
@@ -169,7 +190,7 @@ def test_minibatches_follow_batch_size_num_epoch_and_samples_per_update(tennis_d
 def test_sequences_keep_to_one_episode_and_padding_counts_in_no_loss(tennis_demo):
     memory = MemorySettings(memory_size=16, sequence_length=8)
     bc = cloning(tennis_demo, memory=memory)
-    demo = DemoRows.of(tennis_demo)
+    demo = DemoRows.of(tennis_demo.demo)
     assert bc.sequences is not None
     real = bc.sequences.rows[bc.sequences.valid]
     assert sorted(real) == list(range(len(demo)))
@@ -219,7 +240,7 @@ def train_tennis(path: Path, settings: TrainerSettings, *, resume: bool = False)
 
 def action_error(policy: TorchPolicy, demo) -> float:
     """Mean distance of the policy's most likely action from the demonstrator's."""
-    rows = DemoRows.of(demo)
+    rows = DemoRows.of(demo.demo)
     with torch.no_grad():
         dist = policy.actor(to_tensors(rows.obs))
         return float(
@@ -229,9 +250,9 @@ def action_error(policy: TorchPolicy, demo) -> float:
 
 @pytest.mark.parametrize("trainer_type", ["ppo", "sac", "poca"])
 def test_cloning_alone_draws_the_policy_to_the_demonstrators_actions(
-    tmp_path, monkeypatch, tennis_demo, trainer_type
+    tmp_path, tennis_demo, trainer_type
 ):
-    path = demo_on_disk(tmp_path / "Tennis.demo", tennis_demo, monkeypatch)
+    path = tennis_demo.path
     settings = bc_settings(trainer_type, path)
     untrained = TorchPolicy(
         behavior_spec=tennis_demo.spec, network_settings=SMALL, squash=trainer_type == "sac"
@@ -242,8 +263,8 @@ def test_cloning_alone_draws_the_policy_to_the_demonstrators_actions(
 
 
 @pytest.mark.parametrize("trainer_type", ["ppo", "sac", "poca"])
-def test_a_policy_with_memory_clones_too(tmp_path, monkeypatch, tennis_demo, trainer_type):
-    path = demo_on_disk(tmp_path / "Tennis.demo", tennis_demo, monkeypatch)
+def test_a_policy_with_memory_clones_too(tmp_path, tennis_demo, trainer_type):
+    path = tennis_demo.path
     memory = MemorySettings(memory_size=16, sequence_length=8)
     settings = bc_settings(trainer_type, path, max_steps=300, memory=memory)
     trainer = train_tennis(tmp_path / "run", settings).trainers["Tennis"]
@@ -252,9 +273,9 @@ def test_a_policy_with_memory_clones_too(tmp_path, monkeypatch, tennis_demo, tra
 
 
 def test_a_checkpoint_carries_the_cloning_optimizer_and_the_policy_file_has_no_part_of_it(
-    tmp_path, monkeypatch, tennis_demo
+    tmp_path, tennis_demo
 ):
-    path = demo_on_disk(tmp_path / "Tennis.demo", tennis_demo, monkeypatch)
+    path = tennis_demo.path
     settings = bc_settings("ppo", path, max_steps=300)
     trainer = train_tennis(tmp_path / "run", settings).trainers["Tennis"]
     saved = trainer.state_dict()["cloning"]
@@ -278,13 +299,12 @@ def test_a_checkpoint_carries_the_cloning_optimizer_and_the_policy_file_has_no_p
 
 # -- learning ------------------------------------------------------------------------------------
 @pytest.mark.slow
-def test_cloning_a_scripted_level_on_tennis_nearly_matches_its_score(tmp_path, monkeypatch):
+def test_cloning_a_scripted_level_on_tennis_nearly_matches_its_score(tmp_path):
     """Cloning alone (the environment's reward weighs nothing), from 50 episodes of the scripted
     ``medium`` player, scored against ``weak`` as ``medium`` itself is; seed 0."""
     from ghost.evaluation import evaluate
 
-    demo = record_scripted("tennis", "medium", episodes=50)
-    path = demo_on_disk(tmp_path / "Tennis.demo", demo, monkeypatch)
+    path = record_scripted(tmp_path / "Tennis.demo", "tennis", "medium", episodes=50).path
     settings = attrs.evolve(
         bc_settings("ppo", path, max_steps=30_000),
         hyperparameters=PPOSettings(batch_size=256, buffer_size=2048, beta=1e-4),

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 import torch
 
+from envs.exceptions import DemoFileError
 from envs.games import make_game
 from envs.stepping import InProcessStepper
 from ghost.config.loader import options_from_dict, options_to_dict
 from ghost.exceptions import UnsupportedFeatureError
 from tests.conftest import FakeEntryPoint, FakeTrainer, builtin_types
-from tests.demo_fixtures import demo_on_disk, record_scripted
+from tests.demo_fixtures import record_scripted
 from trainers.demonstrations import DemoRows
 from trainers.exceptions import ConfigError
 from trainers.gail import GAIL, VAIL_CODE_SIZE
@@ -36,13 +37,15 @@ VAIL_TAGS = {"Policy/GAIL Beta", "Losses/GAIL KL Loss"}
 
 
 @pytest.fixture(scope="module")
-def tennis_demo():
-    return record_scripted("tennis", "medium", episodes=20)
+def tennis_demo(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("demos")
+    return record_scripted(folder / "Tennis.demo", "tennis", "medium", episodes=20)
 
 
 @pytest.fixture(scope="module")
-def random_play():
-    return record_scripted("tennis", "random", episodes=20, seed=1)
+def random_play(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("demos")
+    return record_scripted(folder / "Random.demo", "tennis", "random", episodes=20, seed=1)
 
 
 def tennis_signals(**gail) -> dict:
@@ -91,7 +94,7 @@ def test_a_plugin_trainer_type_is_refused_gail(use_entry_points):
 
 def test_a_demo_path_that_names_nothing_is_named_when_training_starts(tmp_path):
     settings = gail_settings("sac", str(tmp_path / "nowhere"))
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(DemoFileError) as caught:
         train_tennis(tmp_path / "run", settings)
     assert str(caught.value).startswith(
         "behaviors.Tennis.reward_signals.gail.demo_path: no .demo file or folder at"
@@ -101,7 +104,7 @@ def test_a_demo_path_that_names_nothing_is_named_when_training_starts(tmp_path):
 # -- the discriminator ---------------------------------------------------------------------------
 def as_steps(demo) -> Transitions:
     """A recorded demonstration's acting rows as an agent's transitions."""
-    rows = DemoRows.of(demo)
+    rows = DemoRows.of(demo.demo)
     n = len(rows)
     return Transitions(
         obs=rows.obs, next_obs=rows.obs,
@@ -115,7 +118,7 @@ def as_steps(demo) -> Transitions:
 def signal(demo, **settings) -> GAIL:
     torch.manual_seed(0)
     settings = {"network_settings": SMALL, "learning_rate": 1e-3, **settings}
-    return GAIL(demo.spec, GAILSettings(demo_path="unused", **settings), DemoRows.of(demo))
+    return GAIL(demo.spec, GAILSettings(demo_path="unused", **settings), DemoRows.of(demo.demo))
 
 
 @pytest.mark.parametrize(
@@ -206,9 +209,9 @@ def signals_of(trainer) -> dict:
 
 @pytest.mark.parametrize("trainer_type", ["ppo", "sac", "poca"])
 def test_every_trainer_learns_with_gail_and_resumes_its_discriminator(
-    tmp_path, monkeypatch, tennis_demo, trainer_type
+    tmp_path, tennis_demo, trainer_type
 ):
-    path = demo_on_disk(tmp_path / "Tennis.demo", tennis_demo, monkeypatch)
+    path = tennis_demo.path
     settings = gail_settings(trainer_type, path, use_vail=True, use_actions=True)
     trainer = train_tennis(tmp_path / "run", settings).trainers["Tennis"]
     assert set(trainer.stats.latest) >= TAGS | VAIL_TAGS
@@ -225,10 +228,8 @@ def test_every_trainer_learns_with_gail_and_resumes_its_discriminator(
     torch.testing.assert_close(restored["optimizer"], saved["optimizer"])
 
 
-def test_sac_updates_gail_once_per_reward_signal_steps_per_update(
-    tmp_path, monkeypatch, tennis_demo
-):
-    path = demo_on_disk(tmp_path / "Tennis.demo", tennis_demo, monkeypatch)
+def test_sac_updates_gail_once_per_reward_signal_steps_per_update(tmp_path, tennis_demo):
+    path = tennis_demo.path
     settings = gail_settings("sac", path, max_steps=600)
     hyperparameters = attrs.evolve(settings.hyperparameters, reward_signal_steps_per_update=20.0)
     trainer = train_tennis(

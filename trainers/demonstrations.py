@@ -22,8 +22,7 @@ import attrs
 import numpy as np
 from mlagents_envs.base_env import BehaviorSpec
 
-from envs.exceptions import GhostError
-from trainers.exceptions import ConfigError
+from envs.exceptions import DemoFileError
 
 
 class RecordedSteps(Protocol):
@@ -43,6 +42,9 @@ class RecordedSteps(Protocol):
 
     @property
     def action_masks(self) -> np.ndarray | None: ...
+
+    @property
+    def episode_start(self) -> np.ndarray: ...
 
 
 @attrs.frozen
@@ -70,11 +72,13 @@ class DemoRows:
     def of(cls, demo: RecordedSteps) -> DemoRows:
         """The acting rows of ``demo`` (its terminal rows left out)."""
         done = np.asarray(demo.done, dtype=bool)
+        start = np.asarray(demo.episode_start, dtype=bool)
         acted = np.flatnonzero(~done)
-        # a row's episode: how many episodes ended before it
-        episode = np.cumsum(done) - done
+        episode = np.cumsum(start) - 1
         position = np.full(len(done) + 1, -1, dtype=np.int64)
         position[acted] = np.arange(len(acted))
+        # an episode cut short at the end of a file does not go on into the next file's
+        position[np.flatnonzero(start)] = -1
         next_index = position[acted + 1]
         ended = np.r_[done[1:], False][acted]
         masks = demo.action_masks
@@ -99,11 +103,11 @@ def load_demonstration(path: str, spec: BehaviorSpec, *, where: str) -> DemoRows
             the start of every error message.
 
     Raises:
-        ConfigError: nothing at ``path``, no acting step in it, or a demonstration that cannot
+        DemoFileError: nothing at ``path``, no acting step in it, or a demonstration that cannot
             be read or was recorded with other observations or actions than ``spec``'s.
     """
     if not Path(path).exists():
-        raise ConfigError(
+        raise DemoFileError(
             f"{where}: no .demo file or folder at {path!r} (from {os.getcwd()}); record "
             "demonstrations there or fix the path"
         )
@@ -113,12 +117,12 @@ def load_demonstration(path: str, spec: BehaviorSpec, *, where: str) -> DemoRows
     try:
         demo = read_demos(path)
         check_demo_fits(demo, spec, where=where)
-    except GhostError as error:
+    except DemoFileError as error:
         text = str(error)
-        raise ConfigError(text if where in text else f"{where}: {text}") from error
+        raise DemoFileError(text if text.startswith(where) else f"{where}: {text}") from None
     rows = DemoRows.of(demo)
     if not len(rows):
-        raise ConfigError(
+        raise DemoFileError(
             f"{where}: the demonstrations at {path!r} hold no step where the demonstrator acted; "
             "record longer episodes"
         )
