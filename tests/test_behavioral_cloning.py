@@ -10,14 +10,17 @@ import attrs
 import numpy as np
 import pytest
 import torch
+from mlagents_envs.base_env import ActionSpec, BehaviorSpec
 
+from envs.demo_files import Demonstration
 from envs.exceptions import DemoFileError
 from envs.games import make_game
+from envs.specs import vector_observation_spec
 from envs.stepping import InProcessStepper
 from ghost.config.loader import options_from_dict, options_to_dict
 from ghost.exceptions import UnsupportedFeatureError
 from tests.conftest import FakeEntryPoint, FakeTrainer, builtin_types
-from tests.demo_fixtures import record_scripted
+from tests.demo_fixtures import Recording, record_scripted
 from trainers.behavioral_cloning import PRETRAINING_LOSS, BehavioralCloning
 from trainers.demonstrations import DemoRows
 from trainers.exceptions import ConfigError
@@ -200,6 +203,46 @@ def test_sequences_keep_to_one_episode_and_padding_counts_in_no_loss(tennis_demo
     torch.manual_seed(2)
     loss = bc.loss(padded)
     assert torch.isfinite(loss) and loss.item() > 0
+
+
+def demonstration(done, *, episode_start=None, masks=None) -> Demonstration:
+    """Rows of one 4-float observation each (the row's number) and one 3-way branch, action 0."""
+    done = np.asarray(done, bool)
+    n = len(done)
+    keys = {} if episode_start is None else {"episode_start": np.asarray(episode_start, bool)}
+    return Demonstration(
+        behavior_name="Rows",
+        spec=BehaviorSpec([vector_observation_spec(4)], ActionSpec.create_discrete((3,))),
+        observations=[np.repeat(np.arange(n, dtype=np.float32)[:, None], 4, axis=1)],
+        continuous_actions=np.zeros((n, 0), np.float32),
+        discrete_actions=np.zeros((n, 1), np.int64),
+        rewards=np.zeros(n, np.float32), done=done, max_step_reached=np.zeros(n, bool),
+        action_masks=masks, episodes=int(done.sum()), **keys,
+    )  # fmt: skip
+
+
+def test_the_acting_rows_leave_out_terminal_rows_and_link_only_within_an_episode():
+    # two files: an episode ended at row 2, one cut short by the first file's end, then one more
+    demo = demonstration(
+        [False, False, True, False, False, False, True],
+        episode_start=[True, False, False, True, False, True, False],
+    )
+    rows = DemoRows.of(demo)
+    assert rows.obs[0][:, 0].tolist() == [0, 1, 3, 4, 5]
+    assert rows.next_index.tolist() == [1, -1, 3, -1, -1]
+    assert rows.ended.tolist() == [False, True, False, False, True]
+    assert rows.episode.tolist() == [0, 0, 1, 1, 2]
+
+
+def test_discrete_cloning_reads_the_recorded_action_masks():
+    masks = np.zeros((4, 3), bool)
+    masks[:, 2] = True  # the third action was never allowed
+    bc = cloning(
+        Recording("unused", demonstration([False, False, False, True], masks=masks)),
+        strength=0.0,
+    )
+    # an untrained policy spreads nearly evenly over the allowed actions: two, not three
+    assert bc.loss(np.arange(3)).item() == pytest.approx(np.log(2), abs=0.05)
 
 
 # -- in the trainers -----------------------------------------------------------------------------
