@@ -4,6 +4,8 @@ with it, and checkpoints that carry the discriminator."""
 
 from __future__ import annotations
 
+import logging
+
 import attrs
 import numpy as np
 import pytest
@@ -23,7 +25,13 @@ from trainers.hyperparameters import POCASettings, PPOSettings, SACSettings
 from trainers.rollout import Transitions
 from trainers.run_files.layout import RunLayout
 from trainers.run_files.safe_load import load_pt
-from trainers.settings import GAILSettings, NetworkSettings, RewardSignalSettings, TrainerSettings
+from trainers.settings import (
+    GAILSettings,
+    MemorySettings,
+    NetworkSettings,
+    RewardSignalSettings,
+    TrainerSettings,
+)
 from trainers.training_loop import TrainingLoop
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -237,3 +245,11 @@ def test_sac_updates_gail_once_per_reward_signal_steps_per_update(tmp_path, tenn
     ).trainers["Tennis"]
     assert trainer.updates > 40
     assert trainer.signal_updates == pytest.approx(trainer.updates / 2, abs=1)
+
+
+def test_memory_in_the_signals_network_settings_is_ignored_with_a_warning(tennis_demo, caplog):
+    network = attrs.evolve(SMALL, memory=MemorySettings(memory_size=16))
+    with caplog.at_level(logging.WARNING, logger="trainers.gail"):
+        gail = signal(tennis_demo, network_settings=network, encoding_size=24)
+    assert "reward_signals.gail.network_settings.memory is ignored" in caplog.text
+    assert gail.discriminator.body[0].out_features == 24  # encoding_size sets the width
