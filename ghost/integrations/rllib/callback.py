@@ -2,8 +2,9 @@
 
 On the driver it owns the ``RLlibSelfPlay`` host (made in ``on_algorithm_init``, advanced in
 ``on_train_result``); in every env runner it stamps new episodes, tallies steps and records
-finished matches (``routing``). ``ghost_self_play`` adds it to a config; use that rather than
-adding the class by hand.
+finished matches (``routing``). In env runners and learners alike it batches agents in one order
+whatever the process's hash seed (``agent_order``). ``ghost_self_play`` adds it to a config; use
+that rather than adding the class by hand.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from ray.rllib.callbacks.callbacks import RLlibCallback
 
 from ghost.core.settings import SelfPlaySettings
 from ghost.integrations.rllib import routing
+from ghost.integrations.rllib.agent_order import pin_agent_order, pin_learner_agent_order
 from ghost.integrations.rllib.host import RLlibSelfPlay
 
 
@@ -45,6 +47,9 @@ class GhostSelfPlayCallback(RLlibCallback):
 
     # -- driver ------------------------------------------------------------------------------
     def on_algorithm_init(self, *, algorithm: Any, **kwargs: Any) -> None:
+        learners = getattr(algorithm, "learner_group", None)
+        if learners is not None:
+            learners.foreach_learner(pin_learner_agent_order)
         if self.options is None:
             return
         self.self_play = RLlibSelfPlay(
@@ -63,6 +68,7 @@ class GhostSelfPlayCallback(RLlibCallback):
         self, *, episode: Any, env_runner: Any = None, env_index: int = 0, **kwargs: Any
     ) -> None:
         if env_runner is not None:
+            pin_agent_order(env_runner)
             routing.stamp_episode(episode, env_runner, env_index)
 
     def on_episode_end(self, *, episode: Any, env_runner: Any = None, **kwargs: Any) -> None:

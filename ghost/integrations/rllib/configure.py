@@ -82,7 +82,7 @@ def ghost_self_play(
     # RLlib's env check steps random actions, which turn-based games refuse when illegal
     config.environment(GhostMultiAgentEnv, env_config=env_config, disable_env_checking=True)
     config.multi_agent(
-        policies=set(specs),
+        policies=list(specs),
         policy_mapping_fn=map_agent_to_module,
         policies_to_train=[LEARNER_MODULE, *_exploiter_modules(settings)],
     )
