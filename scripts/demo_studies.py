@@ -1,0 +1,356 @@
+"""Imitation studies on volley: GAIL with no extrinsic reward, and take-off with behavioral cloning.
+
+**The demonstrations.** ``record`` plays volley's scripted ``strong`` level (team 0) against
+``medium`` (team 1) and records ``--episodes`` of strong's episodes into ``DEMO`` (under
+``--work``) with ``envs.demo_recorder.record_demo``; strong wins 0.98 of its games against
+``medium`` (the rest run out of time), so the demonstrations show a clear, scoreable behaviour.
+
+**Study ``gail``** (``--mode fixed``): plain PPO on ``envs.versus_scripted:volley_vs_medium``
+(scripted ``medium`` plays the other side inside the environment; no self-play), from
+``config/volley.yaml`` sized to the budget, in three arms:
+
+- ``gail``: ``reward_signals.extrinsic.strength: 0`` plus ``reward_signals.gail`` with its
+  defaults and ``demo_path``: no reward from the game at all (the config refuses a missing
+  ``extrinsic``, so it stays with strength 0);
+- ``extrinsic``: the game's reward only, as shipped;
+- ``no-reward``: ``extrinsic.strength: 0`` and nothing else, the control.
+
+**Study ``take_off``** (``--mode selfplay``): self-play on volley as ``ghost-learn --env volley``
+ships it (``config/volley.yaml``, ``preset: auto``), and the same plus ``behavioral_cloning:
+{demo_path, strength: 0.5, steps: budget / 4}`` (arm ``selfplay+bc``).
+
+**Scoring.** As ``scripts/learning_curves.py``: a checkpoint every eighth of the budget, each
+played greedily for ``--games`` games (one per arena) against the scripted ``--yardsticks``
+(evaluation seed 1); rows in its format, so ``scripts/curve_tables.py`` prints the curves and the
+take-off steps (the first checkpoint from which wins outnumber losses against ``medium`` at every
+later checkpoint). ``reference`` rows hold the demonstrator's own score the same way.
+
+Each run trains in a ``ghost-learn`` process of its own (one torch thread), seeds in sequence;
+the scoring process also uses one thread. A rerun skips runs and rows already in ``--out`` and
+restarts from scratch (``--force``) a run whose training did not finish::
+
+    python scripts/demo_studies.py record
+    python scripts/demo_studies.py gail --seeds 0 1 2 --budget 500000
+    python scripts/demo_studies.py take_off --seeds 0 1 2 3 4 --budget 1000000
+    python scripts/demo_studies.py summary
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import learning_curves as curves  # noqa: E402
+from curve_tables import summarize, take_off_table  # noqa: E402
+
+GAME = "volley"
+BEHAVIOR = "Volley"
+DEMONSTRATOR = "strong"
+#: the level the demonstrator faces while recorded, the learner trains against in ``gail`` and
+#: take-off is measured against
+OPPONENT = "medium"
+DEMO = "volley_strong_vs_medium.demo"
+#: the one cloning setting tried: half the trainer's step size, falling to 0 over a quarter of
+#: the budget
+BC_STRENGTH = 0.5
+BC_SHARE = 0.25
+
+Edit = Callable[[dict[str, Any], str, int], None]
+
+
+def _keep(settings: dict[str, Any], demo: str, budget: int) -> None:
+    """The config as shipped."""
+
+
+def _no_reward(settings: dict[str, Any], demo: str, budget: int) -> None:
+    settings["reward_signals"]["extrinsic"]["strength"] = 0.0
+
+
+def _gail_only(settings: dict[str, Any], demo: str, budget: int) -> None:
+    _no_reward(settings, demo, budget)
+    settings["reward_signals"]["gail"] = {"gamma": 0.99, "strength": 1.0, "demo_path": demo}
+
+
+def _with_cloning(settings: dict[str, Any], demo: str, budget: int) -> None:
+    settings["behavioral_cloning"] = {
+        "demo_path": demo,
+        "strength": BC_STRENGTH,
+        "steps": int(budget * BC_SHARE),
+    }
+
+
+@attrs.frozen(kw_only=True)
+class Arm:
+    """One arm of a study: how its runs train and what its config changes."""
+
+    study: str
+    mode: str
+    edit: Edit
+
+
+ARMS: dict[str, Arm] = {
+    "gail": Arm(study="gail", mode="fixed", edit=_gail_only),
+    "extrinsic": Arm(study="gail", mode="fixed", edit=_keep),
+    "no-reward": Arm(study="gail", mode="fixed", edit=_no_reward),
+    "selfplay": Arm(study="take_off", mode="selfplay", edit=_keep),
+    "selfplay+bc": Arm(study="take_off", mode="selfplay", edit=_with_cloning),
+}
+STUDIES = ("gail", "take_off")
+YARDSTICKS = {"gail": ["weak", "medium", "strong"], "take_off": ["medium", "strong"]}
+
+
+@attrs.frozen(kw_only=True)
+class Run:
+    """One training run of an arm."""
+
+    arm: str
+    seed: int
+    budget: int
+
+    @property
+    def mode(self) -> str:
+        return ARMS[self.arm].mode
+
+    @property
+    def key(self) -> dict[str, Any]:
+        """The fields that identify its rows (``learning_curves``' names: the arm is the
+        ``trainer``)."""
+        return {"game": GAME, "mode": self.mode, "trainer": self.arm, "seed": self.seed,
+                "budget": self.budget,
+                "opponent": OPPONENT if self.mode == "fixed" else None}  # fmt: skip
+
+    @property
+    def interval(self) -> int:
+        return max(self.budget // curves.CHECKPOINTS, 1)
+
+    def folder(self, work: Path) -> Path:
+        return work / f"{ARMS[self.arm].study}-{self.arm}-s{self.seed}-b{self.budget}"
+
+
+def run_config(run: Run, demo: Path) -> dict[str, Any]:
+    """The shipped volley config sized as ``learning_curves`` sizes it, the arm's edit applied."""
+    base = curves.Run(game=GAME, mode=run.mode, trainer="ours", seed=run.seed, budget=run.budget,
+                      opponent=OPPONENT if run.mode == "fixed" else None)  # fmt: skip
+    config = copy.deepcopy(curves.run_config(base))
+    for settings in config["behaviors"].values():
+        ARMS[run.arm].edit(settings, str(demo), run.budget)
+    return config
+
+
+# -- recording -----------------------------------------------------------------------------------
+def record(args: argparse.Namespace) -> Path:
+    """Record the demonstrator's episodes into ``DEMO`` (kept if it is there already)."""
+    from envs.demo_files import read_demos
+    from envs.demo_recorder import record_demo
+    from envs.games import make_game, scripted_policy
+
+    path = args.work / DEMO
+    if not path.is_file():
+        args.work.mkdir(parents=True, exist_ok=True)
+        env = make_game(GAME, num_arenas=8, seed=args.record_seed)
+        players = {
+            f"{BEHAVIOR}?team=0": scripted_policy(GAME, DEMONSTRATOR, seed=args.record_seed + 1),
+            f"{BEHAVIOR}?team=1": scripted_policy(GAME, OPPONENT, seed=args.record_seed + 2),
+        }
+        try:
+            record_demo(env, players, path=path, behavior_name=BEHAVIOR, team=0,
+                        episodes=args.episodes)  # fmt: skip
+        finally:
+            env.close()
+    demo = read_demos(path)
+    wins = int((demo.rewards[demo.done] > 0).sum())
+    curves.log(f"{path}: {demo.episodes} episodes, {demo.steps} steps, {wins} won")
+    return path
+
+
+# -- training and scoring ------------------------------------------------------------------------
+def train(run: Run, folder: Path, demo: Path) -> dict[str, Any] | None:
+    """Train ``run`` into ``folder`` unless it already was; its record, or None if it failed."""
+    record_path = folder / "trained.json"
+    if record_path.is_file():
+        return json.loads(record_path.read_text())
+    folder.mkdir(parents=True, exist_ok=True)
+    config_path = folder / "config.yaml"
+    config_path.write_text(yaml.safe_dump(run_config(run, demo), sort_keys=False))
+    command = [sys.executable, "-c", "from ghost.running.cli import main; main()",
+               str(config_path), "--run-id", "run", "--results-dir", str(folder / "ours"),
+               "--seed", str(run.seed), "--force"]  # fmt: skip
+    curves.log(f"training {describe(run)}")
+    start = time.perf_counter()
+    with (folder / "train.log").open("w") as output:
+        done = subprocess.run(command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        tail = (folder / "train.log").read_text().splitlines()[-15:]
+        curves.log(f"FAILED ({done.returncode}) {describe(run)}:\n  " + "\n  ".join(tail))
+        return None
+    record = {"wall_s": round(wall, 1), "finished": time.time(), "code": curves.code_version()}
+    record_path.write_text(json.dumps(record))
+    curves.log(f"trained {describe(run)} in {wall:.0f} s")
+    return record
+
+
+def play(policy: str, level: str, games: int, eval_seed: int) -> dict[str, Any]:
+    """``policy`` (a policy file or a scripted level) greedily against ``level``."""
+    from ghost.play.head_to_head import evaluate
+
+    result = evaluate(game=GAME, policy=policy, opponent=level, episodes=games, seed=eval_seed,
+                      deterministic=True, side=BEHAVIOR,
+                      num_arenas=min(games, curves.MAX_ARENAS))  # fmt: skip
+    n = result.episodes
+    return {
+        "score": round((result.wins + 0.5 * (result.draws + result.interrupted)) / n, 4),
+        "win_rate": round(result.wins / n, 4),
+        "wins": result.wins, "draws": result.draws, "losses": result.losses,
+        "interrupted": result.interrupted, "games": n, "eval_seed": eval_seed,
+    }  # fmt: skip
+
+
+def measure(run: Run, args: argparse.Namespace, demo: Path, done: set[tuple]) -> None:
+    """Train ``run``, score each checkpoint against each yardstick not yet in ``--out``, then
+    write its run row."""
+    if curves.row_key({"kind": "run", **run.key}) in done:
+        return
+    folder = run.folder(args.work)
+    record = train(run, folder, demo)
+    if record is None:
+        return
+    files = folder / "ours" / "run" / BEHAVIOR / "checkpoints"
+    found = {int(p.stem.rsplit("-", 1)[1]): p for p in files.glob(f"{BEHAVIOR}-*.pt")}
+    chosen = curves.by_nominal(found, run.interval)
+    for nominal, (step, path) in chosen.items():
+        for level in YARDSTICKS[ARMS[run.arm].study]:
+            row = {"kind": "score", **run.key, "nominal": nominal, "step": step,
+                   "behavior": BEHAVIOR, "yardstick": level, "games": args.games,
+                   "eval_seed": args.eval_seed}  # fmt: skip
+            if curves.row_key(row) not in done:
+                row.update(play(str(path), level, args.games, args.eval_seed))
+                curves.append_row(args.out, row)
+                done.add(curves.row_key(row))
+    curves.log(f"scored {describe(run)}: {len(chosen)} checkpoints")
+    run_row = {"kind": "run", **run.key, "wall_s": record["wall_s"], "code": record["code"]}
+    curves.append_row(args.out, run_row)
+    done.add(curves.row_key(run_row))
+
+
+def measure_reference(args: argparse.Namespace, study: str, rows: list[dict[str, Any]]) -> None:
+    """The demonstrator's own score against each yardstick, scored as the checkpoints are."""
+    have = {(r["yardstick"], r["games"], r["eval_seed"]) for r in rows if r["kind"] == "reference"}
+    for level in YARDSTICKS[study]:
+        if (level, args.games, args.eval_seed) not in have:
+            row = {"kind": "reference", "game": GAME, "player": DEMONSTRATOR, "yardstick": level}
+            row.update(play(DEMONSTRATOR, level, args.games, args.eval_seed))
+            curves.append_row(args.out, row)
+
+
+def describe(run: Run) -> str:
+    return f"{GAME} {run.arm} seed {run.seed} ({run.budget:,} steps)"
+
+
+def run_study(args: argparse.Namespace) -> None:
+    """Record the demonstrations if needed, then train and score every arm × seed asked for."""
+    import torch
+
+    torch.set_num_threads(1)
+    demo = record(args)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    rows = curves.read_rows(args.out)
+    measure_reference(args, args.command, rows)
+    done = {curves.row_key(row) for row in rows if row["kind"] != "reference"}
+    arms = args.arms or [name for name, arm in ARMS.items() if arm.study == args.command]
+    for seed in args.seeds:
+        for arm in arms:
+            measure(Run(arm=arm, seed=seed, budget=args.budget), args, demo, done)
+
+
+# -- report --------------------------------------------------------------------------------------
+def final_table(rows: list[dict[str, Any]]) -> str:
+    """Per arm and yardstick at the last checkpoint: wins / losses over seeds (median and per
+    seed), beside the demonstrator's."""
+    finals: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
+    for row in rows:
+        if row["kind"] == "score" and row["nominal"] == row["budget"]:
+            finals.setdefault((row["trainer"], row["yardstick"]), {})[row["seed"]] = row
+    lines = ["| player | yardstick | wins median [per seed] | losses median [per seed] |",
+             "|---|---|---|---|"]  # fmt: skip
+    for row in rows:
+        if row["kind"] == "reference":
+            lines.append(f"| demonstrator (`{row['player']}`) | `{row['yardstick']}` | "
+                         f"{row['wins'] / row['games']:.2f} | "
+                         f"{row['losses'] / row['games']:.2f} |")  # fmt: skip
+    for (arm, level), by_seed in sorted(finals.items()):
+        cells = []
+        for field in ("wins", "losses"):
+            rates = [by_seed[s][field] / by_seed[s]["games"] for s in sorted(by_seed)]
+            listed = ", ".join(f"{r:.2f}" for r in rates)
+            cells.append(f"{statistics.median(rates):.2f} [{listed}]")
+        lines.append(f"| {arm} | `{level}` | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines)
+
+
+def report(args: argparse.Namespace) -> None:
+    """Print each study's tables from its ``--out`` file."""
+    for study in STUDIES:
+        path = args.work / f"{study}.jsonl"
+        rows = curves.read_rows(path)
+        if not rows:
+            continue
+        print(f"## {study} ({path})\n")
+        print(final_table(rows) + "\n")
+        print(summarize([r for r in rows if r["kind"] != "reference"], metric="win_rate"))
+        if study == "take_off":
+            print(take_off_table(rows, level=OPPONENT))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The script's commands and flags."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["record", *STUDIES, "summary"])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--budget", type=int, default=500_000,
+                        help="trainer steps per run (8 checkpoints along it)")  # fmt: skip
+    parser.add_argument("--arms", nargs="+", choices=sorted(ARMS), default=None,
+                        help="default: every arm of the study")  # fmt: skip
+    parser.add_argument("--episodes", type=int, default=50, help="demonstration episodes")
+    parser.add_argument("--record-seed", type=int, default=0)
+    parser.add_argument("--games", type=int, default=100, help="games per checkpoint and level")
+    parser.add_argument("--eval-seed", type=int, default=1)
+    parser.add_argument("--work", type=Path, default=Path("results/demo_studies"),
+                        help="demonstrations, run folders and the studies' rows")  # fmt: skip
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    args.work = args.work.absolute()
+    if args.command == "record":
+        record(args)
+    elif args.command in STUDIES:
+        args.out = args.work / f"{args.command}.jsonl"
+        if args.arms and any(ARMS[arm].study != args.command for arm in args.arms):
+            raise SystemExit(
+                f"--arms of study {args.command}: "
+                + ", ".join(n for n, a in ARMS.items() if a.study == args.command)
+            )
+        run_study(args)
+    else:
+        report(args)
+
+
+if __name__ == "__main__":
+    main()
