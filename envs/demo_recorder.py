@@ -9,13 +9,15 @@ plays a number of episodes with given players and records them.
 Each agent's episode is held back until it ends and then written whole, so the rows of an episode
 stay together even with many agents; an episode that has not ended when the environment is reset
 or the recording closes is left out. Agents that were not given an action act with zeros, as
-``mlagents_envs`` environments do, and are recorded so.
+``mlagents_envs`` environments do, and are recorded so. ``keep_episode`` leaves out the episodes
+it rejects (a match past its count); ``start`` records an environment that reset itself when it
+was made, whose steps another reset would change.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
@@ -82,6 +84,8 @@ class DemoRecorder(BaseEnv):
         team: record only this team's agents; ``None`` records every team of the behavior.
         max_episodes: stop writing after this many episodes (more that end at once are left
             out); ``None`` keeps all.
+        keep_episode: asked, when an agent's episode ends, with its behavior name
+            (``Name?team=N``) and agent id; ``False`` leaves the episode out. ``None`` keeps all.
 
     Raises:
         ValueError: ``env`` has no such behavior or team, or its teams' specs differ.
@@ -95,8 +99,10 @@ class DemoRecorder(BaseEnv):
         behavior_name: str,
         team: int | None = None,
         max_episodes: int | None = None,
+        keep_episode: Callable[[str, int], bool] | None = None,
     ) -> None:
         self.env = env
+        self.keep_episode = keep_episode
         self.recorded = _recorded_behaviors(env.behavior_specs, behavior_name, team)
         spec = env.behavior_specs[self.recorded[0]]
         self.max_episodes = max_episodes
@@ -126,6 +132,12 @@ class DemoRecorder(BaseEnv):
         """Reset the environment; episodes that had not ended are left out of the file."""
         self._drop_open_episodes("a reset")
         self.env.reset()
+        self._capture()
+
+    def start(self) -> None:
+        """Record from the steps the environment holds now, without resetting it (one that reset
+        itself when it was made); episodes that had not ended are left out of the file."""
+        self._drop_open_episodes("a start")
         self._capture()
 
     def step(self) -> None:
@@ -208,7 +220,8 @@ class DemoRecorder(BaseEnv):
                     max_step_reached=bool(terminal.interrupted[i]),
                 )
                 rows = self._episodes.pop((name, int(agent)), [])
-                self._write_episode(rows + [last], int(agent))
+                if self.keep_episode is None or self.keep_episode(name, int(agent)):
+                    self._write_episode(rows + [last], int(agent))
             self._pending[name] = _Pending(decision, self._spec)
 
     def _write_episode(self, rows: list[_Row], agent_id: int) -> None:

@@ -20,6 +20,7 @@ from ghost.evaluation.cli_common import (
     SNAPSHOTS,
     Output,
     add_against_option,
+    add_demo_options,
     add_game_options,
     add_output_options,
     add_play_options,
@@ -54,6 +55,8 @@ def add_match(commands: Any) -> None:
   ghost-eval match results/tennis --against snapshots       final policy vs each of its snapshots
   ghost-eval match results/svg --side Goalie --against strong   one side of an asymmetric game
   ghost-eval match results/tennis --against strong --record tennis.gif   and a GIF replay
+  ghost-eval match medium --game tennis --against medium --record-demo tennis_medium.demo
+                                                 a scripted level's demonstrations, for BC/GAIL
   ghost-eval match results/c4 --against one_ply             OpenSpiel/PettingZoo: every seat
   ghost-eval match results/pong --against results/pong2     Unity build/module:callable run""",
     )
@@ -62,6 +65,7 @@ def add_match(commands: Any) -> None:
     add_game_options(parser)
     add_play_options(parser)
     add_record_options(parser)
+    add_demo_options(parser)
     add_ray_option(parser, what="the snapshots of --against snapshots")
     add_output_options(parser)
     parser.set_defaults(handler=match, label="ghost-eval match")
@@ -77,6 +81,7 @@ def match(args: argparse.Namespace, out: Output) -> None:
     from ghost.evaluation import cli_venue
 
     policy, run_root = resolve_policy(args.policy)
+    record_demo = _demo_request(args)
     if cli_venue.plays_env(args, run_root):  # a Unity build or module:callable run
         cli_venue.check_env_command(args, run_root, against=args.against, snapshots=True)
     elif args.ray_address and args.against != SNAPSHOTS:
@@ -104,12 +109,36 @@ def match(args: argparse.Namespace, out: Output) -> None:
                 result = venue.play(
                     policy=policy, opponent=args.against, episodes=args.episodes,
                     seed=args.seed, side=args.side, deterministic=args.deterministic,
-                    progress=line,
+                    progress=line, record_demo=record_demo,
                 )  # fmt: skip
             out.data.update(result.to_dict())
             out.text.append(format_any(result))
+            if record_demo is not None:
+                out.text.append(result.demo.line)
     if args.record:
         _record(args, venue.label, policy, opponent, out)
+
+
+def _demo_request(args: argparse.Namespace) -> Any:
+    """``--record-demo`` and ``--record-side`` as a ``DemoRequest`` (None: no recording); the
+    flag form of ``ghost-eval`` has neither.
+
+    Raises:
+        ConfigError: ``--record-side`` alone, or ``--record-demo`` with ``--against snapshots``.
+    """
+    from ghost.play.demo_recording import DemoRequest
+
+    path, side = getattr(args, "record_demo", None), getattr(args, "record_side", None)
+    if path is None:
+        if side is not None:
+            raise ConfigError(f"--record-side {side} goes with --record-demo FILE")
+        return None
+    if args.against == SNAPSHOTS:
+        raise ConfigError(
+            "--record-demo records one match; --against snapshots plays one per snapshot (pass "
+            "one snapshot file as OPPONENT instead)"
+        )
+    return DemoRequest(path=path, side=side)
 
 
 def _note_finals(out: Output, players: list[Any], game: str) -> None:

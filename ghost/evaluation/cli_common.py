@@ -183,6 +183,23 @@ def add_record_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_demo_options(parser: argparse.ArgumentParser) -> None:
+    """``--record-demo`` and ``--record-side``: one side's demonstrations recorded while the
+    match is played."""
+    parser.add_argument(
+        "--record-demo",
+        metavar="FILE",
+        help="also record one side's steps of the match into an ML-Agents .demo file (for "
+        "behavioral_cloning and GAIL's demo_path); a folder gets <Behavior>.demo",
+    )
+    parser.add_argument(
+        "--record-side",
+        metavar="BEHAVIOR",
+        help="the side --record-demo records: a behavior (every team of it) or Name?team=N "
+        "(default: POLICY's side)",
+    )
+
+
 def add_ray_option(parser: argparse.ArgumentParser, *, what: str) -> None:
     """``--ray-address``: play ``what`` as Ray tasks."""
     parser.add_argument(

@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from ghost.play.demo_recording import DemoRequest
 from ghost.play.head_to_head import EvaluationResult, evaluate
 from ghost.play.matches import check_game, opponent_behavior, policy_behavior
 from ghost.play.venue import PairCounts, SnapshotsPlay
@@ -78,6 +79,7 @@ class ArenaVenue:
         deterministic: bool = False,
         opponent_deterministic: bool = False,
         progress: Callable[[int, int], None] | None = None,
+        record_demo: DemoRequest | None = None,
     ) -> EvaluationResult:
         """``evaluate`` in this game (see ``ghost.play.venue.Venue.play``).
 
@@ -90,14 +92,16 @@ class ArenaVenue:
             deterministic: the policy takes its most likely action.
             opponent_deterministic: the same for the opponent.
             progress: told ``(episodes played, episodes)`` as matches end.
+            record_demo: also record one side's steps of the counted matches.
 
         Returns:
-            The counts with their intervals.
+            The counts with their intervals (and the recorded ``demo``).
         """
         return evaluate(
             game=self.game, policy=policy, opponent=opponent, episodes=episodes, seed=seed,
             num_arenas=self.num_arenas, side=side, deterministic=deterministic,
             opponent_deterministic=opponent_deterministic, progress=progress,
+            record_demo=record_demo,
         )  # fmt: skip
 
     def play_pair(

@@ -39,6 +39,7 @@ from mlagents_envs.base_env import BaseEnv, BehaviorSpec
 
 from envs.behavior_id import BehaviorId
 from ghost.exceptions import CheckpointError, ConfigError
+from ghost.play.demo_recording import DemoRequest, EnvRecording
 from ghost.play.head_to_head import (
     EvaluationResult,
     count_results,
@@ -308,6 +309,7 @@ class EnvGames:
         deterministic: bool = False,
         opponent_deterministic: bool = False,
         progress: Callable[[int, int], None] | None = None,
+        record_demo: DemoRequest | None = None,
     ) -> EvaluationResult:
         """``head_to_head`` as ``ghost.play.venue.Venue.play``.
 
@@ -321,16 +323,17 @@ class EnvGames:
             deterministic: the policy takes its most likely action.
             opponent_deterministic: the same for the opponent.
             progress: told ``(episodes played, episodes)`` as they end.
+            record_demo: also record one side's steps into a ``.demo`` file.
 
         Returns:
-            The counts with their intervals.
+            The counts with their intervals (and the recorded ``demo``).
         """
         teams = None if side is None or isinstance(side, str) else list(side)
         return self.head_to_head(
             policy=policy, opponent=opponent, episodes=episodes, seed=seed,
             side=side if isinstance(side, str) else None, teams=teams,
             deterministic=deterministic, opponent_deterministic=opponent_deterministic,
-            progress=progress,
+            progress=progress, record_demo=record_demo,
         )  # fmt: skip
 
     def play_pair(
@@ -414,6 +417,7 @@ class EnvGames:
         deterministic: bool = False,
         opponent_deterministic: bool = False,
         progress: Callable[[int, int], None] | None = None,
+        record_demo: DemoRequest | None = None,
     ) -> EvaluationResult:
         """Play ``episodes`` episodes of ``policy`` against ``opponent`` and count them from the
         policy's side.
@@ -426,6 +430,8 @@ class EnvGames:
             teams: the policy's teams, instead of ``side``.
             seed: seeds torch's sampling, each team's share its own stream.
             progress: told ``(episodes played, episodes)`` as they end.
+            record_demo: also record one side's steps into a ``.demo`` file
+                (``ghost.play.demo_recording``); the result's ``demo`` says what it holds.
 
         Raises:
             ConfigError: ``episodes`` < 1, an unknown side, or no team both can play.
@@ -435,13 +441,52 @@ class EnvGames:
         mine, theirs = as_player(policy, what="policy"), as_player(opponent, what="opponent")
         chosen = teams if teams is not None else teams_for_side(self.teams, side)
         playing = self._playable(mine, theirs, chosen)
+        recording = None
+        if record_demo is not None:
+            recording = EnvRecording(
+                self.env, record_demo, teams=self.teams, playing=playing, game=self.label
+            )
+        try:
+            counts = self._play_shares(
+                mine, theirs, playing, episodes=episodes, seed=seed, deterministic=deterministic,
+                opponent_deterministic=opponent_deterministic, progress=progress,
+                recording=recording,
+            )  # fmt: skip
+            demo = recording.finish() if recording is not None else None
+        finally:
+            if recording is not None:
+                recording.discard()
+        return result_from_counts(
+            counts, game=self.label, policy=mine.label, opponent=theirs.label,
+            side=tuple(name for team in playing for name in self.teams[team]), seed=seed,
+            deterministic=deterministic, demo=demo,
+        )  # fmt: skip
+
+    def _play_shares(
+        self,
+        mine: EnvPlayer,
+        theirs: EnvPlayer,
+        playing: Sequence[int],
+        *,
+        episodes: int,
+        seed: int,
+        deterministic: bool,
+        opponent_deterministic: bool,
+        progress: Callable[[int, int], None] | None,
+        recording: EnvRecording | None,
+    ) -> dict[Any, int]:
+        """The counts of ``mine`` on each team of ``playing`` in turn (an equal share of
+        ``episodes`` each), through ``recording`` when there is one."""
         counts = new_counts()
         shares = _shares(episodes, len(playing))
         for index, team in enumerate(playing):
             if shares[index] == 0:
                 continue
             match = self._seat(mine, theirs, team=team, deterministic=deterministic,
-                               opponent_deterministic=opponent_deterministic)  # fmt: skip
+                               opponent_deterministic=opponent_deterministic,
+                               env=self.env if recording is None else recording.env)  # fmt: skip
+            if recording is not None:
+                recording.share_starts(team=team, matches=shares[index], scorer=match.scorer)
             done_before = sum(shares[:index])
             share_progress = (
                 None if progress is None
@@ -451,15 +496,7 @@ class EnvGames:
                 match, episodes=shares[index], seed=_sub_seed(seed, index), progress=share_progress
             )
             counts = {key: counts[key] + played[key] for key in counts}
-        return result_from_counts(
-            counts,
-            game=self.label,
-            policy=mine.label,
-            opponent=theirs.label,
-            side=tuple(name for team in playing for name in self.teams[team]),
-            seed=seed,
-            deterministic=deterministic,
-        )
+        return counts
 
     def _playable(
         self, mine: EnvPlayer, theirs: EnvPlayer, chosen: Sequence[int] | None
@@ -498,9 +535,11 @@ class EnvGames:
         team: int,
         deterministic: bool,
         opponent_deterministic: bool,
+        env: BaseEnv,
     ) -> EnvMatch:
-        """A match with ``mine`` on ``team`` and ``theirs`` on every other, from a reset."""
-        self.env.reset()
+        """A match with ``mine`` on ``team`` and ``theirs`` on every other, from a reset of
+        ``env`` (the environment, or what records it)."""
+        env.reset()
         seats = [
             Seat(
                 behavior_name=name,
@@ -512,7 +551,7 @@ class EnvGames:
         ]
         return EnvMatch(
             game=self.label,
-            env=self.env,
+            env=env,
             seats=seats,
             scorer=self.teams[team][0],
             max_episode_steps=self.max_episode_steps,

@@ -25,6 +25,7 @@ import torch
 
 from envs.matrix_games import MatrixGame
 from ghost.exceptions import ConfigError
+from ghost.play.demo_recording import ArenaRecording, DemoRequest, RecordedDemo
 from ghost.play.matches import Match, MatchSetup, Seat, open_match
 
 logger = logging.getLogger(__name__)
@@ -66,6 +67,8 @@ class EvaluationResult:
     Wilson's with a draw as half a success (conservative: a draw varies less than a coin flip).
     For matrix games ``exploitability`` is what a best response earns against the policy's mixed
     strategy (0 at the equilibrium), exact from its action probabilities; ``None`` elsewhere.
+    ``demo`` is the demonstration file recorded while the matches were played, if one was asked
+    for.
     """
 
     game: str
@@ -82,6 +85,7 @@ class EvaluationResult:
     opponent_exploitability: float | None = None
     policy_probabilities: tuple[float, ...] | None = None
     opponent_probabilities: tuple[float, ...] | None = None
+    demo: RecordedDemo | None = None
 
     @property
     def episodes(self) -> int:
@@ -160,6 +164,8 @@ class EvaluationResult:
         data["opponent_probabilities"] = _listed(self.opponent_probabilities)
         data["seed"] = self.seed
         data["deterministic"] = self.deterministic
+        if self.demo is not None:
+            data["demo"] = self.demo.to_dict()
         return data
 
 
@@ -190,6 +196,7 @@ def evaluate(
     opponent_deterministic: bool = False,
     side: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    record_demo: DemoRequest | None = None,
 ) -> EvaluationResult:
     """Play ``episodes`` matches of ``game`` between ``policy`` and ``opponent`` and count them.
 
@@ -207,6 +214,8 @@ def evaluate(
         side: the behavior the policy plays (``"Goalie"``, ``"Tennis?team=1"``); default team 0's
             behaviors.
         progress: told ``(episodes played, episodes)`` as matches end.
+        record_demo: also record one side's steps of the counted matches into a ``.demo`` file
+            (``ghost.play.demo_recording``); the result's ``demo`` says what it holds.
 
     Raises:
         EnvironmentSourceError: an unknown game.
@@ -216,23 +225,17 @@ def evaluate(
     """
     if episodes < 1:
         raise ConfigError(f"episodes must be >= 1 (got {episodes})")
-    arenas = min(episodes, 32) if num_arenas is None else num_arenas
-    match = open_match(
-        MatchSetup(
-            game=game,
-            policy=policy,
-            opponent=opponent,
-            side=side,
-            seed=seed,
-            num_arenas=arenas,
-            deterministic=deterministic,
-            opponent_deterministic=opponent_deterministic,
-        )  # fmt: skip
-    )
+    setup = MatchSetup(
+        game=game, policy=policy, opponent=opponent, side=side, seed=seed,
+        num_arenas=min(episodes, 32) if num_arenas is None else num_arenas,
+        deterministic=deterministic, opponent_deterministic=opponent_deterministic,
+    )  # fmt: skip
+    match = open_match(setup)
     try:
-        counts = count_results(match, episodes=episodes, seed=seed, progress=progress)
+        counts, demo = _count_match(match, episodes=episodes, seed=seed, progress=progress,
+                                    record_demo=record_demo)  # fmt: skip
         result = _evaluation_result(
-            match, counts, game=game, seed=seed, deterministic=deterministic
+            match, counts, game=game, seed=seed, deterministic=deterministic, demo=demo
         )
     finally:
         match.close()
@@ -240,8 +243,33 @@ def evaluate(
     return result
 
 
+def _count_match(
+    match: Match,
+    *,
+    episodes: int,
+    seed: int,
+    progress: Callable[[int, int], None] | None,
+    record_demo: DemoRequest | None,
+) -> tuple[dict[Any, int], RecordedDemo | None]:
+    """``count_results`` of ``match``, recorded into ``record_demo``'s file when asked."""
+    if record_demo is None:
+        return count_results(match, episodes=episodes, seed=seed, progress=progress), None
+    recording = ArenaRecording(match, record_demo, quota=arena_quotas(episodes, match.num_arenas))
+    try:
+        counts = count_results(recording, episodes=episodes, seed=seed, progress=progress)
+        return counts, recording.finish()
+    finally:
+        recording.discard()
+
+
 def _evaluation_result(
-    match: Match, counts: dict[Any, int], *, game: str, seed: int, deterministic: bool
+    match: Match,
+    counts: dict[Any, int],
+    *,
+    game: str,
+    seed: int,
+    deterministic: bool,
+    demo: RecordedDemo | None,
 ) -> EvaluationResult:
     """The counts of a played ``match``, with exploitabilities read while it is still open."""
     mine = [s for s in match.seats if s.behavior_name in match.side]
@@ -260,6 +288,7 @@ def _evaluation_result(
         opponent_exploitability=opponent_exploitability,
         policy_probabilities=probabilities,
         opponent_probabilities=opponent_probabilities,
+        demo=demo,
     )
 
 
@@ -335,6 +364,21 @@ class Playable(Protocol):
         """Matches that ended in the last step: ``(arenas, result sign, interrupted)``."""
 
 
+def arena_quotas(episodes: int, num_arenas: int) -> np.ndarray:
+    """The matches each arena plays of ``episodes``: equal shares, the first ones larger by one.
+
+    Args:
+        episodes: matches in all.
+        num_arenas: arenas sharing them.
+
+    Returns:
+        One count per arena.
+    """
+    quota = np.full(num_arenas, episodes // num_arenas)
+    quota[: episodes % num_arenas] += 1
+    return quota
+
+
 def count_results(
     match: Playable,
     *,
@@ -351,8 +395,7 @@ def count_results(
         progress: told ``(episodes counted, episodes)`` after each step that ended one.
     """
     n = match.num_arenas
-    quota = np.full(n, episodes // n)
-    quota[: episodes % n] += 1
+    quota = arena_quotas(episodes, n)
     played = np.zeros(n, dtype=np.int64)
     counts = new_counts()
     # every episode ends by max_episode_steps at the latest; the bound only guards a broken game

@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 import numpy as np
+from mlagents_envs.base_env import BaseEnv
 
 from envs.behavior_id import BehaviorId
 from envs.exceptions import did_you_mean
@@ -216,13 +217,19 @@ class Match:
         """The game's step limit: every match ends within it."""
         return self.env.max_episode_steps
 
-    def step(self) -> None:
-        """Every seat acts on its decision steps, then the game advances one step."""
+    def step(self, through: BaseEnv | None = None) -> None:
+        """Every seat acts on its decision steps, then the game advances one step.
+
+        Args:
+            through: what wraps the game and is stepped in its place (a ``DemoRecorder``);
+                None: the game itself.
+        """
+        env = self.env if through is None else through
         for seat in self.seats:
-            decision, terminal = self.env.get_steps(seat.behavior_name)
+            decision, terminal = env.get_steps(seat.behavior_name)
             actions = act_on_steps(seat.actor, decision, terminal, deterministic=seat.deterministic)
-            self.env.set_actions(seat.behavior_name, actions)
-        self.env.step()
+            env.set_actions(seat.behavior_name, actions)
+        env.step()
 
     def ended(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Matches that ended in the last step: ``(arenas, result sign, interrupted)``."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 import numpy as np
@@ -30,6 +30,9 @@ from ghost.play.run_record import RunRecord
 from ghost.play.venue import PairCounts, SnapshotsPlay
 from trainers.memory import act_on_steps, forget_ended
 from trainers.policy import load_policy
+
+if TYPE_CHECKING:
+    from ghost.play.demo_recording import DemoRequest
 
 
 class Player(Protocol):
@@ -264,6 +267,12 @@ def opponent_players(spec: str, seats: tuple[Seat, ...], *, seed: int) -> dict[i
 
 
 # -- the venue -----------------------------------------------------------------------------------
+#: why a seated game records no demonstrations
+_NO_DEMO = (
+    "--record-demo: demonstrations are recorded in built-in games, Unity builds and "
+    "module:callable environments, not in OpenSpiel/PettingZoo games (their seats take turns "
+    "on many tables at once)"
+)
 #: what a seated game does not play yet, said by the venue's other methods
 _NOT_YET = (
     "{what} of a run on an OpenSpiel or PettingZoo game are not played; use ghost-eval match "
@@ -317,6 +326,7 @@ class SeatedVenue:
         deterministic: bool = False,
         opponent_deterministic: bool = False,
         progress: Callable[[int, int], None] | None = None,
+        record_demo: DemoRequest | None = None,
     ) -> BothSeats:
         """The policy in each seat in turn (``episodes`` finished games each) against the
         opponent in the others.
@@ -331,13 +341,16 @@ class SeatedVenue:
             deterministic: the policy takes its most likely action.
             opponent_deterministic: ignored: the opponent samples, as scripted levels do.
             progress: ignored: the seats' games end together.
+            record_demo: must be None: no demonstrations are recorded here.
 
         Returns:
             The policy's results in each seat.
 
         Raises:
-            ConfigError: ``side`` is given.
+            ConfigError: ``side`` or ``record_demo`` is given.
         """
+        if record_demo is not None:
+            raise ConfigError(_NO_DEMO)
         if side is not None:
             raise ConfigError("a seated game's policy plays every seat in turn; leave out --side")
         seats = self.seats

@@ -10,7 +10,8 @@ Vocabulary (the families a venue stands for, one implementation each):
   game, the policy in every seat in turn.
 
 A venue plays ``play``: one player (the *policy*) against another (the *opponent*) for a number of
-episodes with a seed, counted from the policy's side; ``play_pair``: the games of one tournament
+episodes with a seed, counted from the policy's side (and, asked, one side's demonstrations
+recorded into a ``.demo`` file); ``play_pair``: the games of one tournament
 pair, sides dealt as the venue deals them; ``snapshot_sides``: which behaviors' snapshots a
 snapshot evaluation plays, and on what side. ``ghost.evaluation`` writes ``ghost-eval match``,
 ``snapshots`` and the tournament once over this interface.
@@ -22,7 +23,10 @@ registry (``envs.env_kinds.describe_env``) what the text names, never the text i
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from ghost.play.demo_recording import DemoRequest
 
 #: which part a run's snapshots play in a snapshot evaluation
 SnapshotsPlay = Literal["policy", "opponent"]
@@ -56,6 +60,7 @@ class Venue(Protocol):
         deterministic: bool = False,
         opponent_deterministic: bool = False,
         progress: Callable[[int, int], None] | None = None,
+        record_demo: DemoRequest | None = None,
     ) -> Any:
         """Play ``policy`` against ``opponent`` and count the results from the policy's side.
 
@@ -70,10 +75,15 @@ class Venue(Protocol):
             deterministic: the policy takes its most likely action.
             opponent_deterministic: the same for the opponent.
             progress: told ``(episodes played, episodes)`` as they end.
+            record_demo: also record one side's steps into a ``.demo`` file
+                (``ghost.play.demo_recording``); the result's ``demo`` says what it holds.
 
         Returns:
             The venue's result: ``EvaluationResult`` (W/D/L with intervals), or ``BothSeats``
             for a seated game (per seat).
+
+        Raises:
+            ConfigError: ``record_demo`` where the venue records none (a seated game).
         """
 
     def play_pair(
