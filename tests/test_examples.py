@@ -23,7 +23,7 @@ TIMEOUT_S = 300
 SCRIPTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "custom_game.py": (r"Elo \d+ after \d+ steps; P\(shoot\) before the light [01]\.\d\d", ()),
     "callbacks.py": (r"step +\d+: snapshot 1 .*team 1 learns now.*stopped early: False", ()),
-    "evaluate_run.py": (r"vs weak: .*win rate [01]\.\d\d.*snapshot 1 .*league: +final Elo", ()),
+    "evaluate_run.py": (r"vs weak: .*win rate [01]\.\d\d.*snapshot 1 .*tournament: +final Elo", ()),
     "sb3_self_play.py": (
         r"Elo \d+, swaps [1-9].*against weak: win rate [01]\.\d\d",
         ("stable_baselines3",),

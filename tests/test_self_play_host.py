@@ -133,7 +133,7 @@ def test_a_record_of_another_step_is_used_with_a_warning(tmp_path, caplog):
     kit.save("Tennis", folder, step=50)
     again, _ = kit_with(names=("Tennis",), save_steps=10)
     again.subscribe("Tennis", [0, 1])
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="ghost.core.self_play_host"):
         again.restore("Tennis", folder, folder.load(), step=70)
     assert "from step 50, the model from step 70" in caplog.text
     assert "Tennis: resumed self-play at step 70" in caplog.text
