@@ -262,13 +262,15 @@ def _describe_behavior(
 def run_check(options: RunOptions, factory: Any) -> int:
     """``--check``: what training refuses before its first step, without training. The torch
     devices and the run folder's flags (``RunDirectory.check``), then the environment opened
-    once and its behaviors checked by ``check_start``, which training calls too; prints what
-    each behavior would train with (presets filled in) and logs the warnings training would.
+    once and its behaviors checked by ``check_start``, which training calls too, and their
+    demonstrations read (``check_demonstrations``); prints what each behavior would train with
+    (presets filled in) and logs the warnings training would.
 
     Raises:
         GhostError: what training would refuse at its start, with the same message.
     """
-    from ghost.running.start_checks import check_start  # loads the trainers' modules (torch)
+    # loads the trainers' modules (torch)
+    from ghost.running.start_checks import check_demonstrations, check_start
 
     check_torch_settings(options.torch_settings)
     check_run_folder(options)
@@ -278,6 +280,7 @@ def run_check(options: RunOptions, factory: Any) -> int:
             "the environment reports no behaviors after reset; it has nothing to train"
         )
     resolved = check_start(options, specs)
+    check_demonstrations(resolved, specs)
     log_effects(
         resolved, specs, training=not options.checkpoint_settings.inference,
         game=options.env_settings, trial=shortened_by_flag(options), presets=False,

@@ -18,6 +18,10 @@ The run folder's rules (``--resume``, ``--force``, ``--initialize-from``) are
 ``RunDirectory.check``'s. Left to training, because they need its networks or its files: a
 checkpoint that cannot be read on ``--resume``, and a policy file (``init_path``,
 ``--initialize-from``) whose network differs or that the earlier run lacks.
+
+Demonstrations (each ``demo_path``) are read by training when it builds the trainers, so
+``check_start`` leaves them alone; ``ghost-learn --check`` reads them too
+(``check_demonstrations``), which refuses what training would, in the same words.
 """
 
 from __future__ import annotations
@@ -38,7 +42,9 @@ from ghost.running.fixed_opponents import build_fixed_opponents
 from ghost.running.learn_from_latest import check_learn_from_latest
 from ghost.running.scheduled_evaluation import check_evaluation_game
 from trainers import registry
+from trainers.demonstrations import load_demonstration
 from trainers.networks import check_observations
+from trainers.settings import GAILSettings
 
 
 def builtin_game(options: RunOptions) -> str | None:
@@ -85,6 +91,33 @@ def check_start(
         if problem is not None:
             raise ConfigError(problem)
     return matched
+
+
+def check_demonstrations(
+    settings: Mapping[str, BehaviorSettings], behavior_specs: Mapping[BehaviorId, Any]
+) -> None:
+    """Each behavior's demonstrations (``reward_signals.<key>.demo_path`` of a GAIL signal, then
+    ``behavioral_cloning.demo_path``, as training reads them) can be read and fit its spec.
+
+    Args:
+        settings: each behavior's settings, as ``check_start`` returns them.
+        behavior_specs: what the environment reports after its first reset.
+
+    Raises:
+        DemoFileError: a ``demo_path`` that names nothing, or demonstrations that cannot be read
+            or do not fit the behavior (the message starts with the key path).
+    """
+    specs = {behavior_id.name: spec for behavior_id, spec in behavior_specs.items()}
+    for name, behavior in settings.items():
+        paths = [
+            (f"reward_signals.{key}", signal.demo_path)
+            for key, signal in behavior.reward_signals.items()
+            if isinstance(signal, GAILSettings)
+        ]
+        if behavior.behavioral_cloning is not None:
+            paths.append(("behavioral_cloning", behavior.behavioral_cloning.demo_path))
+        for key, path in paths:
+            load_demonstration(path, specs[name], where=f"behaviors.{name}.{key}.demo_path")
 
 
 def _check_memory(options: RunOptions, name: str, settings: BehaviorSettings) -> None:
