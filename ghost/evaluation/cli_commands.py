@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ghost.command_line import output_file
 from ghost.evaluation.cli_common import (
@@ -38,6 +38,9 @@ from ghost.evaluation.cli_format import format_any, format_snapshots
 from ghost.evaluation.pictures import PAYOFFS_FILE, PLOTS_HINT, RATINGS_FILE
 from ghost.evaluation.progress import ProgressLine
 from ghost.exceptions import ConfigError
+
+if TYPE_CHECKING:
+    from ghost.play.demo_recording import DemoRequest
 
 
 # -- match ---------------------------------------------------------------------------------------
@@ -119,7 +122,7 @@ def match(args: argparse.Namespace, out: Output) -> None:
         _record(args, venue.label, policy, opponent, out)
 
 
-def _demo_request(args: argparse.Namespace) -> Any:
+def _demo_request(args: argparse.Namespace) -> DemoRequest | None:
     """``--record-demo`` and ``--record-side`` as a ``DemoRequest`` (None: no recording); the
     flag form of ``ghost-eval`` has neither.
 

@@ -196,6 +196,7 @@ class ArenaRecording:
 
     def __init__(self, match: Match, request: DemoRequest, *, quota: np.ndarray) -> None:
         behaviors = list(match.env.behavior_specs)
+        team: int | None
         if request.side is None:
             name, team = policy_side(match.side, game=match.game), match.team
         else:
