@@ -319,8 +319,10 @@ def test_a_plugin_trainer_type_is_refused_learned_reward_signals(use_entry_point
     assert "only with ppo, sac, poca" in message
 
 
-def test_missing_extrinsic_signal():
-    assert "extrinsic reward signal is required" in error_of(behavior(reward_signals={}))
+def test_no_signal_at_all_is_refused_and_imitation_alone_is_not():
+    assert "nothing to learn from" in error_of(behavior(reward_signals={}))
+    gail_only = behavior(reward_signals={"gail": {"demo_path": "expert.demo"}})
+    assert "extrinsic" not in options_from_dict(gail_only).behaviors["Tennis"].reward_signals
 
 
 # -- self_play and defaults -----------------------------------------------------------------------

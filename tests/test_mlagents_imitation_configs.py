@@ -38,18 +38,10 @@ CONFIGS = {
     "Pyramids-imitation": ("Pyramids", "pyramids"),
     "Pyramids-sac": ("Pyramids", "pyramids"),
 }
-#: ML-Agents' pure imitation config (GAIL and cloning, no extrinsic reward) is refused
-NO_EXTRINSIC = pytest.mark.xfail(
-    strict=True,
-    reason="behaviors.Crawler.reward_signals: the extrinsic reward signal is required",
-)
 
 
 def configs() -> list[Any]:
-    return [
-        pytest.param(name, marks=NO_EXTRINSIC) if name == "Crawler-imitation" else name
-        for name in CONFIGS
-    ]
+    return list(CONFIGS)
 
 
 def load(name: str) -> dict[str, Any]:

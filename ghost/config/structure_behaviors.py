@@ -150,10 +150,13 @@ def _check_supported(settings: BehaviorSettings, value: Mapping[str, Any]) -> No
             .below("hyperparameters")
         )
     _check_memory_support(settings)
-    if "extrinsic" not in settings.reward_signals:
+    # no extrinsic signal is ML-Agents' pure imitation (GAIL, cloning); with nothing at all to
+    # learn from, a run would train on zeros
+    if not settings.reward_signals and settings.behavioral_cloning is None:
         raise ConfigProblem(
-            "the extrinsic reward signal is required; add `extrinsic: {}`",
-            value=dict(value.get("reward_signals") or {}),
+            "no reward signal and no behavioral_cloning: nothing to learn from; add "
+            "`extrinsic: {}` (the environment's reward)",
+            value={},
         ).below("reward_signals")
 
 
