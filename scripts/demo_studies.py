@@ -25,6 +25,13 @@ played greedily for ``--games`` games (one per arena) against the scripted ``--y
 take-off steps (the first checkpoint from which wins outnumber losses against ``medium`` at every
 later checkpoint). ``reference`` rows hold the demonstrator's own score the same way.
 
+**Cloning alone** (``clone``): the trainer's own cloning (``trainers.behavioral_cloning``, strength
+1, so the step size is the config's learning rate, never falling) trains a fresh policy of the
+config's network on the demonstrations alone, no reinforcement learning; after each of
+``--updates`` cloning updates (3 passes over the demonstrations each) its greedy policy plays the
+yardsticks as the checkpoints do. It tells how much cloning these demonstrations need before the
+clone plays like the demonstrator.
+
 Each run trains in a ``ghost-learn`` process of its own (one torch thread), seeds in sequence;
 the scoring process also uses one thread. A rerun skips runs and rows already in ``--out`` and
 restarts from scratch (``--force``) a run whose training did not finish::
@@ -32,6 +39,7 @@ restarts from scratch (``--force``) a run whose training did not finish::
     python scripts/demo_studies.py record
     python scripts/demo_studies.py gail --seeds 0 1 2 --budget 500000
     python scripts/demo_studies.py take_off --seeds 0 1 2 3 4 --budget 1000000
+    python scripts/demo_studies.py clone --seeds 0 --updates 30 100 300 1000
     python scripts/demo_studies.py summary
 """
 
@@ -111,7 +119,11 @@ ARMS: dict[str, Arm] = {
     "selfplay+bc": Arm(study="take_off", mode="selfplay", edit=_with_cloning),
 }
 STUDIES = ("gail", "take_off")
-YARDSTICKS = {"gail": ["weak", "medium", "strong"], "take_off": ["medium", "strong"]}
+YARDSTICKS = {
+    "gail": ["weak", "medium", "strong"],
+    "take_off": ["medium", "strong"],
+    "clone": ["medium"],
+}
 
 
 @attrs.frozen(kw_only=True)
@@ -205,8 +217,9 @@ def train(run: Run, folder: Path, demo: Path) -> dict[str, Any] | None:
     return record
 
 
-def play(policy: str, level: str, games: int, eval_seed: int) -> dict[str, Any]:
-    """``policy`` (a policy file or a scripted level) greedily against ``level``."""
+def play(policy: Any, level: str, games: int, eval_seed: int) -> dict[str, Any]:
+    """``policy`` (a policy file, a scripted level or a policy object) greedily against
+    ``level``."""
     from ghost.play.head_to_head import evaluate
 
     result = evaluate(game=GAME, policy=policy, opponent=level, episodes=games, seed=eval_seed,
@@ -278,6 +291,55 @@ def run_study(args: argparse.Namespace) -> None:
             measure(Run(arm=arm, seed=seed, budget=args.budget), args, demo, done)
 
 
+def clone_offline(args: argparse.Namespace) -> None:
+    """Cloning alone (see the module docstring), one row per update count, seed and yardstick."""
+    import numpy as np
+    import torch
+
+    from envs.games import make_game
+    from trainers.behavioral_cloning import BehavioralCloning
+    from trainers.demonstrations import load_demonstration
+    from trainers.policy import TorchPolicy
+    from trainers.settings import BehavioralCloningSettings, NetworkSettings
+
+    torch.set_num_threads(1)
+    demo_path = record(args)
+    env = make_game(GAME, num_arenas=1)
+    spec = env.behavior_specs[f"{BEHAVIOR}?team=0"]
+    env.close()
+    rows = load_demonstration(str(demo_path), spec, where="clone")
+    shipped = curves.run_config(curves.Run(game=GAME, mode="selfplay", trainer="ours", seed=0,
+                                           budget=args.budget, opponent=None))  # fmt: skip
+    behavior = shipped["behaviors"][BEHAVIOR]
+    network = {key: behavior["network_settings"][key]
+               for key in ("normalize", "hidden_units", "num_layers")}  # fmt: skip
+    args.out = args.work / "clone.jsonl"
+    for seed in args.seeds:
+        torch.manual_seed(seed)
+        policy = TorchPolicy(behavior_spec=spec, network_settings=NetworkSettings(**network))
+        policy.update_normalizer(rows.obs)
+        cloning = BehavioralCloning(
+            policy=policy, settings=BehavioralCloningSettings(demo_path=str(demo_path)),
+            demo=rows, learning_rate=behavior["hyperparameters"]["learning_rate"],
+            batch_size=behavior["hyperparameters"]["batch_size"], rng=np.random.default_rng(seed),
+        )  # fmt: skip
+        # as the cloning update cuts a pass: whole minibatches only
+        per_pass = len(rows) // min(cloning.batch_size, len(rows))
+        updates, loss = 0, float("nan")
+        for target in sorted(args.updates):
+            while updates < target:
+                loss = cloning.update(0)["Losses/Pretraining Loss"]
+                updates += 1
+            policy.weights_changed()
+            for level in YARDSTICKS["clone"]:
+                row = {"kind": "clone", "game": GAME, "seed": seed, "updates": updates,
+                       "minibatches": updates * cloning.num_epoch * per_pass,
+                       "loss": round(loss, 5), "yardstick": level}  # fmt: skip
+                row.update(play(policy, level, args.games, args.eval_seed))
+                curves.append_row(args.out, row)
+                curves.log(f"clone seed {seed}, {updates} updates: {row['win_rate']} vs {level}")
+
+
 # -- report --------------------------------------------------------------------------------------
 def final_table(rows: list[dict[str, Any]]) -> str:
     """Per arm and yardstick at the last checkpoint: wins / losses over seeds (median and per
@@ -315,17 +377,31 @@ def report(args: argparse.Namespace) -> None:
         print(summarize([r for r in rows if r["kind"] != "reference"], metric="win_rate"))
         if study == "take_off":
             print(take_off_table(rows, level=OPPONENT))
+    clones = curves.read_rows(args.work / "clone.jsonl")
+    if clones:
+        print(
+            "\n## cloning alone\n\n| updates | minibatches | loss | seed | yardstick | wins | losses |"
+        )
+        print("|---:|---:|---:|---:|---|---:|---:|")
+        for row in clones:
+            print(
+                f"| {row['updates']} | {row['minibatches']} | {row['loss']:.4f} | {row['seed']} | "
+                f"`{row['yardstick']}` | {row['wins'] / row['games']:.2f} | "
+                f"{row['losses'] / row['games']:.2f} |"
+            )
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The script's commands and flags."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["record", *STUDIES, "summary"])
+    parser.add_argument("command", choices=["record", *STUDIES, "clone", "summary"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--budget", type=int, default=500_000,
                         help="trainer steps per run (8 checkpoints along it)")  # fmt: skip
     parser.add_argument("--arms", nargs="+", choices=sorted(ARMS), default=None,
                         help="default: every arm of the study")  # fmt: skip
+    parser.add_argument("--updates", type=int, nargs="+", default=[30, 100, 300, 1000],
+                        help="clone: cloning updates after which the clone is scored")  # fmt: skip
     parser.add_argument("--episodes", type=int, default=50, help="demonstration episodes")
     parser.add_argument("--record-seed", type=int, default=0)
     parser.add_argument("--games", type=int, default=100, help="games per checkpoint and level")
@@ -340,6 +416,8 @@ def main(argv: list[str] | None = None) -> None:
     args.work = args.work.absolute()
     if args.command == "record":
         record(args)
+    elif args.command == "clone":
+        clone_offline(args)
     elif args.command in STUDIES:
         args.out = args.work / f"{args.command}.jsonl"
         if args.arms and any(ARMS[arm].study != args.command for arm in args.arms):
