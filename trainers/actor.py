@@ -20,8 +20,10 @@ from trainers.memory import MemoryCore
 from trainers.networks import ObservationEncoder, linear_layer, mlp
 from trainers.settings import NetworkSettings
 
-_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
-_MASKED_LOGIT = -1.0e8
+#: log of the standard normal density's normalizer, sqrt(2 pi)
+LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+#: the logit of an action the environment's mask makes unavailable
+MASKED_LOGIT = -1.0e8
 
 
 class ActionDistribution:
@@ -65,7 +67,7 @@ class ActionDistribution:
         parts = []
         if self.mean is not None and continuous is not None:
             z = (continuous - self.mean) / self.log_std.exp()
-            per_dim = -0.5 * z**2 - self.log_std - _LOG_SQRT_2PI
+            per_dim = -0.5 * z**2 - self.log_std - LOG_SQRT_2PI
             if self.squash:
                 per_dim = per_dim - torch.log(1.0 - torch.tanh(continuous) ** 2 + 1e-6)
             parts.append(per_dim)
@@ -85,7 +87,7 @@ class ActionDistribution:
         """``[n, 1]`` per part: the Gaussian's mean entropy per dimension, then each branch's."""
         parts = []
         if self.log_std is not None:
-            per_dim = (0.5 + _LOG_SQRT_2PI + self.log_std).expand_as(self.mean)
+            per_dim = (0.5 + LOG_SQRT_2PI + self.log_std).expand_as(self.mean)
             parts.append(per_dim.mean(dim=-1, keepdim=True))
         for log_probs in self.log_probs_by_branch:
             parts.append(-(log_probs.exp() * log_probs).sum(dim=-1, keepdim=True))
@@ -95,7 +97,7 @@ class ActionDistribution:
         """Joint entropy per agent (Gaussian part before squashing)."""
         total = 0.0
         if self.log_std is not None:
-            per_dim = 0.5 + _LOG_SQRT_2PI + self.log_std
+            per_dim = 0.5 + LOG_SQRT_2PI + self.log_std
             total = total + per_dim.expand_as(self.mean).sum(dim=-1)
         for part in self._entropy_parts()[1 if self.log_std is not None else 0 :]:
             total = total + part.squeeze(-1)
@@ -180,7 +182,7 @@ class Actor(nn.Module):
         if self.branches:
             flat = self.logits_head(hidden)
             if action_mask is not None:
-                flat = flat.masked_fill(action_mask, _MASKED_LOGIT)
+                flat = flat.masked_fill(action_mask, MASKED_LOGIT)
             heads["logits"] = flat
         return heads
 

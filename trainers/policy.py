@@ -12,6 +12,7 @@ from mlagents_envs.base_env import ActionTuple, BehaviorSpec
 from trainers.actor import ActionDistribution, Actor
 from trainers.base import ActionOutput, Policy, Weights
 from trainers.exceptions import MemoryUseError
+from trainers.fast_acting import NumpyActor, numpy_acting
 from trainers.memory import AgentMemories
 from trainers.policy_file import read_policy_record, write_policy_file
 from trainers.settings import NetworkSettings
@@ -69,6 +70,9 @@ class TorchPolicy(Policy):
     ``device`` (a GPU trains, the CPU acts: small acting batches are faster there), decisions come
     from a copy of the actor on ``acting_device``, refreshed from ``actor`` at the first decision
     after ``weights_changed()``; ``load_weights`` and ``update_normalizer`` call it themselves.
+
+    A small MLP actor on a CPU acting device decides through a numpy copy of its weights where
+    that is faster (``trainers.fast_acting``), with the same random draws as torch.
     """
 
     def __init__(
@@ -98,6 +102,15 @@ class TorchPolicy(Policy):
             None if self.acting_device == device else copy.deepcopy(self.actor).to(acting_device)
         )
         self._acting_stale = False
+        self._numpy = (
+            numpy_acting(
+                self.actor,
+                hidden_units=network_settings.hidden_units,
+                num_layers=network_settings.num_layers,
+            )
+            if self.acting_device == "cpu"
+            else None
+        )
         self.memory_size = self.actor.memory_size
         self.memories = AgentMemories(self.memory_size)
 
@@ -116,6 +129,12 @@ class TorchPolicy(Policy):
         """Say that ``actor``'s weights or statistics changed in place (an update): the acting
         copy, if any, follows before the next decision."""
         self._acting_stale = True
+        if self._numpy is not None:
+            self._numpy.mark_stale()
+
+    def _numpy_actor(self, obs: list[np.ndarray]) -> NumpyActor | None:
+        """The numpy copy of the actor where it acts faster for this batch, else None."""
+        return None if self._numpy is None else self._numpy.for_rows(len(obs[0]))
 
     def _distribution(
         self,
@@ -158,6 +177,9 @@ class TorchPolicy(Policy):
         agent_ids: np.ndarray | None = None,
     ) -> ActionOutput:
         """Draw actions for a batch of agents (``agent_ids``: needed with memory)."""
+        fast = self._numpy_actor(obs)
+        if fast is not None:
+            return fast.distribution(obs, action_mask).sampled_output()
         with torch.inference_mode():
             return sampled_output(*self._decision(obs, action_mask, agent_ids))
 
@@ -172,6 +194,10 @@ class TorchPolicy(Policy):
         memory each row carries on, and ``forget`` must be called when an agent's episode ends."""
         if not deterministic:
             return self.sample(obs, action_mask, agent_ids).actions
+        fast = self._numpy_actor(obs)
+        if fast is not None:
+            dist = fast.distribution(obs, action_mask)
+            return dist.actions(*dist.most_likely())
         with torch.inference_mode():
             dist = self._distribution(obs, action_mask, agent_ids)
             return action_tuple(dist, *dist.most_likely())
@@ -184,6 +210,9 @@ class TorchPolicy(Policy):
     ) -> list[np.ndarray]:
         """Probabilities of every discrete action, one ``[n, branch_size]`` array per branch
         (with memory this is a decision: the agents' memories move on)."""
+        fast = self._numpy_actor(obs)
+        if fast is not None:
+            return [np.exp(lp) for lp in fast.distribution(obs, action_mask).log_probs_by_branch]
         with torch.inference_mode():
             dist = self._distribution(obs, action_mask, agent_ids)
             return [lp.exp().cpu().numpy() for lp in dist.log_probs_by_branch]

@@ -1,0 +1,282 @@
+"""Acting without torch's per-call cost: an MLP ``Actor``'s decisions computed in numpy.
+
+A small network's forward pass for a few dozen agents is a few microseconds of arithmetic, while
+torch spends about half a millisecond per call dispatching its operators. ``NumpyActor`` holds a
+float32 copy of an actor's weights and computes what ``TorchPolicy.sample``/``act`` compute —
+normalizer, SiLU body, Gaussian and categorical heads with ML-Agents' conventions — with the same
+random draws: the normal noise and the exponential variates behind ``torch.multinomial`` come from
+torch's global generator, in the same order and shapes, so a seed gives the same actions on either
+path (to float rounding).
+
+``NumpyActing`` keeps that copy in step with the torch actor: it rebuilds it when told
+(``mark_stale``) and whenever any parameter or buffer was changed in place (an optimizer step, a
+``load_state_dict``, a normalizer update), which torch records in each tensor's version counter.
+
+Actors with memory (LSTM) or image observations act through torch (``numpy_supported``). Which
+path acts is chosen per call by ``numpy_is_faster`` from measurements (docs/benchmarks.md,
+"Acting path"); set ``GHOST_TORCH_ACTING=1`` to always act through torch.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import torch
+from mlagents_envs.base_env import ActionTuple
+
+from trainers.actor import LOG_SQRT_2PI, MASKED_LOGIT, Actor
+from trainers.base import ActionOutput
+
+#: environment variable that, set to a non-empty value other than ``0``, makes every policy
+#: act through torch (to compare the two paths while debugging)
+FORCE_TORCH_VARIABLE = "GHOST_TORCH_ACTING"
+
+#: numpy acts while its widest matrix product, ``rows × hidden units × inputs of a body layer``,
+#: stays below this; past it OpenBLAS splits the product over threads and numpy falls from about
+#: 2.5 times faster than torch to several times slower (docs/benchmarks.md, "Acting path")
+NUMPY_WORK_LIMIT = 2**20
+
+
+def torch_acting_forced() -> bool:
+    """Whether ``GHOST_TORCH_ACTING`` asks for torch acting everywhere."""
+    return os.environ.get(FORCE_TORCH_VARIABLE, "") not in ("", "0")
+
+
+def numpy_supported(actor: Actor) -> bool:
+    """Whether ``NumpyActor`` can act for ``actor``: vector observations only, no memory."""
+    return actor.memory is None and not actor.encoder.visual_indices
+
+
+def numpy_is_faster(*, rows: int, hidden_units: int, num_layers: int, inputs: int) -> bool:
+    """The measured rule: numpy's forward pass beats torch's for ``rows`` agents through a body
+    of ``num_layers`` × ``hidden_units`` on ``inputs`` encoded inputs."""
+    widest = max(inputs, hidden_units if num_layers > 1 else 0)
+    return rows * hidden_units * widest < NUMPY_WORK_LIMIT
+
+
+def _silu_(x: np.ndarray) -> np.ndarray:
+    """SiLU in place. The tanh form of ``x * sigmoid(x)`` never overflows, unlike
+    ``1 / (1 + exp(-x))``; in-place operations because at these sizes numpy's cost is per call."""
+    half = x * np.float32(0.5)
+    np.tanh(half, out=half)
+    half *= np.float32(0.5)
+    half += np.float32(0.5)
+    x *= half
+    return x
+
+
+def _clip_(x: np.ndarray, bound: float) -> np.ndarray:
+    """``x`` clipped to ``[-bound, bound]`` in place (``np.clip`` costs several times more)."""
+    np.minimum(x, np.float32(bound), out=x)
+    np.maximum(x, np.float32(-bound), out=x)
+    return x
+
+
+def _array(tensor: torch.Tensor) -> np.ndarray:
+    return tensor.detach().to("cpu", torch.float32).numpy().copy()
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+
+
+class NumpyActor:
+    """A float32 numpy copy of an ``Actor`` (see ``numpy_supported``) that makes its decisions.
+
+    Args:
+        actor: the network to copy; later changes to it are not seen (``NumpyActing`` rebuilds).
+    """
+
+    def __init__(self, actor: Actor) -> None:
+        encoder = actor.encoder
+        self.vector_indices = list(encoder.vector_indices)
+        self.normalizer: tuple[np.ndarray, np.ndarray] | None = None
+        if encoder.normalizer is not None:
+            mean, std = encoder.normalizer.statistics()
+            self.normalizer = (_array(mean), _array(std))
+        linears = [m for m in actor.body if isinstance(m, torch.nn.Linear)]
+        self.layers = [(_array(m.weight).T.copy(), _array(m.bias)) for m in linears]
+        self.squash = actor.squash
+        self.branches = actor.branches
+        self.split_at = np.cumsum(self.branches)[:-1] if self.branches else np.zeros(0, int)
+        self.mean_head = self.std_head = self.log_std = self.logits_head = None
+        if actor.continuous_size:
+            self.mean_head = (_array(actor.mean_head.weight).T.copy(), _array(actor.mean_head.bias))
+            if actor.conditional_std:
+                head = actor.log_std_head
+                self.std_head = (_array(head.weight).T.copy(), _array(head.bias))
+            else:
+                self.log_std = _array(actor.log_std)
+        if self.branches:
+            head = actor.logits_head
+            self.logits_head = (_array(head.weight).T.copy(), _array(head.bias))
+
+    def _hidden(self, obs: list[np.ndarray]) -> np.ndarray:
+        parts = [np.asarray(obs[i], np.float32) for i in self.vector_indices]
+        x = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+        if self.normalizer is not None:
+            mean, std = self.normalizer
+            x = x - mean
+            x /= std
+            _clip_(x, 5.0)
+        for weight, bias in self.layers:
+            x = x @ weight
+            x += bias
+            _silu_(x)
+        return x
+
+    def distribution(
+        self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None = None
+    ) -> NumpyDistribution:
+        """The action distribution of each row of ``obs`` (ML-Agents' per-branch masks, True =
+        unavailable), as ``Actor.forward`` gives it."""
+        x = self._hidden(obs)
+        mean = log_std = None
+        if self.mean_head is not None:
+            mean = x @ self.mean_head[0] + self.mean_head[1]
+            if self.std_head is not None:
+                log_std = np.clip(x @ self.std_head[0] + self.std_head[1], -20.0, 2.0)
+            else:
+                log_std = self.log_std
+        logits: list[np.ndarray] = []
+        if self.logits_head is not None:
+            flat = x @ self.logits_head[0] + self.logits_head[1]
+            if action_mask is not None and len(action_mask):
+                mask = action_mask[0] if len(action_mask) == 1 else np.concatenate(action_mask, 1)
+                flat = np.where(np.asarray(mask, bool), np.float32(MASKED_LOGIT), flat)
+            logits = np.split(flat, self.split_at, axis=1)
+        return NumpyDistribution(mean=mean, log_std=log_std, logits=logits, squash=self.squash)
+
+
+class NumpyDistribution:
+    """``ActionDistribution`` in numpy: the same draws, log-probabilities and env actions."""
+
+    def __init__(
+        self,
+        *,
+        mean: np.ndarray | None,
+        log_std: np.ndarray | None,
+        logits: list[np.ndarray],
+        squash: bool,
+    ) -> None:
+        self.mean = mean
+        self.log_std = log_std
+        self.squash = squash
+        self.logits = logits
+        self.log_probs_by_branch = [_log_softmax(branch) for branch in logits]
+
+    def sample(self) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Raw continuous actions and discrete choices, drawing from torch's generator exactly
+        what ``ActionDistribution.sample`` draws: ``randn_like(mean)``, then per branch the
+        exponential variates ``torch.multinomial`` draws for one sample (it picks
+        ``argmax(p / q)``, ``q ~ Exp(1)``)."""
+        continuous = None
+        if self.mean is not None:
+            noise = torch.randn(self.mean.shape, dtype=torch.float32).numpy()
+            continuous = self.mean + noise * np.exp(self.log_std)
+        discrete = None
+        if self.logits:
+            choices = []
+            for log_probs in self.log_probs_by_branch:
+                probs = np.exp(log_probs)
+                q = torch.empty(probs.shape, dtype=torch.float32).exponential_().numpy()
+                choices.append((probs / q).argmax(axis=1))
+            discrete = np.stack(choices, axis=1)
+        return continuous, discrete
+
+    def most_likely(self) -> tuple[np.ndarray | None, np.ndarray | None]:
+        discrete = None
+        if self.logits:
+            discrete = np.stack([branch.argmax(axis=1) for branch in self.logits], axis=1)
+        return self.mean, discrete
+
+    def log_prob_components(
+        self, continuous: np.ndarray | None, discrete: np.ndarray | None
+    ) -> np.ndarray:
+        """Log-probability per component ``[n, continuous dims + discrete branches]``."""
+        parts = []
+        if self.mean is not None and continuous is not None:
+            z = (continuous - self.mean) / np.exp(self.log_std)
+            per_dim = -0.5 * z**2 - self.log_std - np.float32(LOG_SQRT_2PI)
+            if self.squash:
+                per_dim = per_dim - np.log(1.0 - np.tanh(continuous) ** 2 + np.float32(1e-6))
+            parts.append(per_dim)
+        if discrete is not None:
+            rows = np.arange(discrete.shape[0])
+            for branch, log_probs in enumerate(self.log_probs_by_branch):
+                parts.append(log_probs[rows, discrete[:, branch]][:, None])
+        joined = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+        return joined.astype(np.float32, copy=False)
+
+    def env_continuous(self, raw: np.ndarray) -> np.ndarray:
+        """The continuous action the environment receives, in [-1, 1]."""
+        if self.squash:
+            return np.tanh(raw)
+        env = _clip_(raw.copy(), 3.0)
+        env /= np.float32(3.0)
+        return env
+
+    def actions(self, continuous: np.ndarray | None, discrete: np.ndarray | None) -> ActionTuple:
+        """Raw actions as the environment takes them."""
+        return ActionTuple(
+            continuous=None if continuous is None else self.env_continuous(continuous),
+            discrete=None if discrete is None else discrete.astype(np.int32),
+        )
+
+    def sampled_output(self, memories: np.ndarray | None = None) -> ActionOutput:
+        """One drawn action per row with its per-component log-probabilities, as
+        ``trainers.policy.sampled_output`` gives them."""
+        continuous, discrete = self.sample()
+        log_probs = self.log_prob_components(continuous, discrete)
+        raw = continuous if continuous is not None else np.zeros((len(log_probs), 0), np.float32)
+        return ActionOutput(
+            actions=self.actions(continuous, discrete),
+            log_probs=log_probs,
+            continuous_raw=raw,
+            memories=memories,
+        )
+
+
+class NumpyActing:
+    """The numpy copy of one torch actor, rebuilt whenever the actor's tensors change.
+
+    Args:
+        actor: the torch network whose weights and normalizer statistics the copy follows.
+        hidden_units: the body's width, for ``numpy_is_faster``.
+        num_layers: the body's depth, for ``numpy_is_faster``.
+    """
+
+    def __init__(self, actor: Actor, *, hidden_units: int, num_layers: int) -> None:
+        self.actor = actor
+        self.hidden_units = hidden_units
+        self.num_layers = num_layers
+        self.inputs = actor.encoder.output_size
+        self._tensors = [*actor.parameters(), *actor.buffers()]
+        self._versions: tuple[int, ...] | None = None
+        self._copy: NumpyActor | None = None
+
+    def mark_stale(self) -> None:
+        """Rebuild the copy before the next decision (weights changed in a way torch's version
+        counters may not show, e.g. through ``.data``)."""
+        self._versions = None
+
+    def for_rows(self, rows: int) -> NumpyActor | None:
+        """The up-to-date numpy copy, or None where torch acts faster for ``rows`` agents."""
+        shape = {"hidden_units": self.hidden_units, "num_layers": self.num_layers}
+        if not numpy_is_faster(rows=rows, inputs=self.inputs, **shape):
+            return None
+        versions = tuple(t._version for t in self._tensors)
+        if versions != self._versions or self._copy is None:
+            self._copy = NumpyActor(self.actor)
+            self._versions = versions
+        return self._copy
+
+
+def numpy_acting(actor: Actor, *, hidden_units: int, num_layers: int) -> NumpyActing | None:
+    """A ``NumpyActing`` for ``actor``, or None where it must act through torch (memory, images,
+    ``GHOST_TORCH_ACTING``)."""
+    if torch_acting_forced() or not numpy_supported(actor):
+        return None
+    return NumpyActing(actor, hidden_units=hidden_units, num_layers=num_layers)
