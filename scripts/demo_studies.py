@@ -9,9 +9,9 @@
 (scripted ``medium`` plays the other side inside the environment; no self-play), from
 ``config/volley.yaml`` sized to the budget, in three arms:
 
-- ``gail``: ``reward_signals.extrinsic.strength: 0`` plus ``reward_signals.gail`` with its
-  defaults and ``demo_path``: no reward from the game at all (the config refuses a missing
-  ``extrinsic``, so it stays with strength 0);
+- ``gail``: ``reward_signals: {gail: {demo_path}}`` with GAIL's defaults and no ``extrinsic``
+  (ML-Agents' pure imitation): no reward from the game at all. Leaving ``extrinsic`` out trains
+  exactly as ``extrinsic.strength: 0`` (the same weights for the same seed);
 - ``extrinsic``: the game's reward only, as shipped;
 - ``no-reward``: ``extrinsic.strength: 0`` and nothing else, the control.
 
@@ -37,9 +37,9 @@ the scoring process also uses one thread. A rerun skips runs and rows already in
 restarts from scratch (``--force``) a run whose training did not finish::
 
     python scripts/demo_studies.py record
-    python scripts/demo_studies.py gail --seeds 0 1 2 --budget 500000
+    python scripts/demo_studies.py gail --seeds 0 1 2 --budget 2000000
     python scripts/demo_studies.py take_off --seeds 0 1 2 3 4 --budget 1000000
-    python scripts/demo_studies.py clone --seeds 0 --updates 30 100 300 1000
+    python scripts/demo_studies.py clone --seeds 0 1 2 --updates 30 100 300 1000
     python scripts/demo_studies.py summary
 """
 
@@ -90,8 +90,7 @@ def _no_reward(settings: dict[str, Any], demo: str, budget: int) -> None:
 
 
 def _gail_only(settings: dict[str, Any], demo: str, budget: int) -> None:
-    _no_reward(settings, demo, budget)
-    settings["reward_signals"]["gail"] = {"gamma": 0.99, "strength": 1.0, "demo_path": demo}
+    settings["reward_signals"] = {"gail": {"gamma": 0.99, "strength": 1.0, "demo_path": demo}}
 
 
 def _with_cloning(settings: dict[str, Any], demo: str, budget: int) -> None:

@@ -1,0 +1,77 @@
+"""``scripts/demo_studies.py``: the recorded demonstrations, each arm's config (checked by the
+config reader), and the final table."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import demo_studies as studies  # noqa: E402
+
+from ghost.config.loader import options_from_dict  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("demo_studies")
+    args = studies.build_parser().parse_args(["record", "--episodes", "4", "--work", str(work)])
+    return studies.record(args)
+
+
+def behavior(arm: str, demo: Path, budget: int = 400_000) -> dict:
+    config = studies.run_config(studies.Run(arm=arm, seed=0, budget=budget), demo)
+    options_from_dict(config)  # the config reader takes every arm's config
+    return config["behaviors"]["Volley"]
+
+
+def test_the_demonstrations_are_the_strong_levels_won_points(demo: Path) -> None:
+    from envs.demo_files import read_demos
+
+    recorded = read_demos(demo)
+    assert recorded.episodes == 4
+    assert (recorded.rewards[recorded.done] == 1.0).all()
+
+
+def test_gail_learns_from_the_demonstrations_alone(demo: Path) -> None:
+    signals = behavior("gail", demo)["reward_signals"]
+    assert set(signals) == {"gail"}
+    assert signals["gail"]["demo_path"] == str(demo)
+    assert behavior("no-reward", demo)["reward_signals"]["extrinsic"]["strength"] == 0.0
+    assert behavior("extrinsic", demo)["reward_signals"]["extrinsic"]["strength"] == 1.0
+
+
+def test_the_fixed_arms_play_medium_and_the_self_play_arms_themselves(demo: Path) -> None:
+    for arm, mode in [("gail", "fixed"), ("selfplay", "selfplay"), ("selfplay+bc", "selfplay")]:
+        config = studies.run_config(studies.Run(arm=arm, seed=0, budget=80_000), demo)
+        env_path = config["env_settings"]["env_path"]
+        if mode == "fixed":
+            assert env_path == "envs.versus_scripted:volley_vs_medium"
+            assert "self_play" not in config["behaviors"]["Volley"]
+        else:
+            assert env_path == "volley"
+            assert "self_play" in config["behaviors"]["Volley"]
+
+
+def test_cloning_is_one_setting_over_a_quarter_of_the_budget(demo: Path) -> None:
+    cloning = behavior("selfplay+bc", demo, budget=1_000_000)["behavioral_cloning"]
+    assert cloning == {"demo_path": str(demo), "strength": 0.5, "steps": 250_000}
+    assert "behavioral_cloning" not in behavior("selfplay", demo)
+
+
+def test_the_final_table_puts_the_demonstrator_beside_each_arm() -> None:
+    score = {"kind": "score", "nominal": 100, "budget": 100, "yardstick": "medium", "games": 10}
+    rows = [
+        {"kind": "reference", "player": "strong", "yardstick": "medium", "wins": 10,
+         "losses": 0, "games": 10},
+        {**score, "trainer": "gail", "seed": 0, "wins": 4, "losses": 6},
+        {**score, "trainer": "gail", "seed": 1, "wins": 6, "losses": 3},
+        {**score, "trainer": "gail", "seed": 1, "nominal": 50, "wins": 0, "losses": 10},
+    ]  # fmt: skip
+    table = studies.final_table(rows).splitlines()
+    assert table[2] == "| demonstrator (`strong`) | `medium` | 1.00 | 0.00 |"
+    assert table[3] == "| gail | `medium` | 0.50 [0.40, 0.60] | 0.45 [0.60, 0.30] |"
