@@ -118,6 +118,12 @@ ARMS: dict[str, Arm] = {
     "selfplay+bc": Arm(study="take_off", mode="selfplay", edit=_with_cloning),
 }
 STUDIES = ("gail", "take_off")
+#: what ``summary`` reads of each study's TensorBoard logs, per arm at every checkpoint
+TRAINING_TAGS = {
+    "gail": ["Environment/Cumulative Reward", "Environment/Episode Length", "Policy/GAIL Reward",
+             "Policy/GAIL Expert Estimate", "Policy/GAIL Policy Estimate", "Policy/Entropy"],
+    "take_off": ["Policy/Entropy", "Losses/Pretraining Loss"],
+}  # fmt: skip
 YARDSTICKS = {
     "gail": ["weak", "medium", "strong"],
     "take_off": ["medium", "strong"],
@@ -364,6 +370,46 @@ def final_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _logged(folder: Path, tags: list[str]) -> dict[str, list[tuple[int, float]]]:
+    """``(step, value)`` of each of ``tags`` in the TensorBoard log of the run in ``folder``."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    found: dict[str, list[tuple[int, float]]] = {}
+    for events in sorted((folder / "ours" / "run" / BEHAVIOR).glob("events.out.tfevents.*")):
+        log = EventAccumulator(str(events), size_guidance={"scalars": 0})
+        log.Reload()
+        for tag in set(tags) & set(log.Tags()["scalars"]):
+            found.setdefault(tag, []).extend((e.step, e.value) for e in log.Scalars(tag))
+    return found
+
+
+def training_table(rows: list[dict[str, Any]], work: Path, study: str) -> str:
+    """Per arm and tag of ``TRAINING_TAGS``: the last value logged at or before each checkpoint,
+    median over seeds (the training runs' own statistics, sampled actions)."""
+    runs = sorted({(r["trainer"], r["seed"], r["budget"]) for r in rows if r["kind"] == "run"})
+    if not runs:
+        return ""
+    budget = runs[0][2]
+    steps = [budget // curves.CHECKPOINTS * k for k in range(1, curves.CHECKPOINTS + 1)]
+    values: dict[tuple[str, str, int], list[float]] = {}
+    for arm, seed, budget_ in runs:
+        logged = _logged(Run(arm=arm, seed=seed, budget=budget_).folder(work), TRAINING_TAGS[study])
+        for tag, points in logged.items():
+            for step in steps:
+                before = [value for at, value in sorted(points) if at <= step]
+                if before:
+                    values.setdefault((arm, tag, step), []).append(before[-1])
+    lines = ["| arm | statistic | " + " | ".join(f"{s:,}" for s in steps) + " |",
+             "|---|---|" + "---:|" * len(steps)]  # fmt: skip
+    for arm in sorted({arm for arm, _, _ in runs}):
+        for tag in TRAINING_TAGS[study]:
+            cells = [values.get((arm, tag, step)) for step in steps]
+            if any(cells):
+                shown = [f"{statistics.median(c):.3g}" if c else "–" for c in cells]
+                lines.append(f"| {arm} | {tag} | " + " | ".join(shown) + " |")
+    return "\n".join(lines)
+
+
 def report(args: argparse.Namespace) -> None:
     """Print each study's tables from its ``--out`` file."""
     for study in STUDIES:
@@ -373,6 +419,7 @@ def report(args: argparse.Namespace) -> None:
             continue
         print(f"## {study} ({path})\n")
         print(final_table(rows) + "\n")
+        print(training_table(rows, args.work, study) + "\n")
         print(summarize([r for r in rows if r["kind"] != "reference"], metric="win_rate"))
         if study == "take_off":
             print(take_off_table(rows, level=OPPONENT))

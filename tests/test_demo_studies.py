@@ -75,3 +75,20 @@ def test_the_final_table_puts_the_demonstrator_beside_each_arm() -> None:
     table = studies.final_table(rows).splitlines()
     assert table[2] == "| demonstrator (`strong`) | `medium` | 1.00 | 0.00 |"
     assert table[3] == "| gail | `medium` | 0.50 [0.40, 0.60] | 0.45 [0.60, 0.30] |"
+
+
+def test_the_training_table_reads_each_checkpoints_last_logged_value(tmp_path: Path) -> None:
+    from torch.utils.tensorboard import SummaryWriter
+
+    for seed, scale in [(0, 1.0), (1, 3.0)]:
+        run = studies.Run(arm="selfplay+bc", seed=seed, budget=800)
+        writer = SummaryWriter(str(run.folder(tmp_path) / "ours" / "run" / "Volley"))
+        for step in range(50, 801, 50):
+            writer.add_scalar("Losses/Pretraining Loss", scale * step, step)
+        writer.close()
+    rows = [{"kind": "run", "trainer": "selfplay+bc", "seed": s, "budget": 800} for s in (0, 1)]
+    table = studies.training_table(rows, tmp_path, "take_off").splitlines()
+    assert table[0] == "| arm | statistic | 100 | 200 | 300 | 400 | 500 | 600 | 700 | 800 |"
+    # seeds log 100 and 300 at step 100: their median
+    assert table[2].startswith("| selfplay+bc | Losses/Pretraining Loss | 200 | 400 | 600 |")
+    assert len(table) == 3  # no entropy logged, no row
