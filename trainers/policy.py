@@ -108,7 +108,8 @@ class TorchPolicy(Policy):
                 hidden_units=network_settings.hidden_units,
                 num_layers=network_settings.num_layers,
             )
-            if self.acting_device == "cpu"
+            # any CPU acting device (a separate copy on ``cpu:0`` included) acts alike
+            if torch.device(self.acting_device).type == "cpu"
             else None
         )
         self.memory_size = self.actor.memory_size
