@@ -384,8 +384,8 @@ def _logged(folder: Path, tags: list[str]) -> dict[str, list[tuple[int, float]]]
 
 
 def training_table(rows: list[dict[str, Any]], work: Path, study: str) -> str:
-    """Per arm and tag of ``TRAINING_TAGS``: the last value logged at or before each checkpoint,
-    median over seeds (the training runs' own statistics, sampled actions)."""
+    """Per arm and tag of ``TRAINING_TAGS``: the value logged nearest to each checkpoint, median
+    over seeds (the training runs' own statistics, with sampled actions)."""
     runs = sorted({(r["trainer"], r["seed"], r["budget"]) for r in rows if r["kind"] == "run"})
     if not runs:
         return ""
@@ -396,9 +396,9 @@ def training_table(rows: list[dict[str, Any]], work: Path, study: str) -> str:
         logged = _logged(Run(arm=arm, seed=seed, budget=budget_).folder(work), TRAINING_TAGS[study])
         for tag, points in logged.items():
             for step in steps:
-                before = [value for at, value in sorted(points) if at <= step]
-                if before:
-                    values.setdefault((arm, tag, step), []).append(before[-1])
+                if points:
+                    nearest = min(points, key=lambda point: (abs(point[0] - step), point[0]))
+                    values.setdefault((arm, tag, step), []).append(nearest[1])
     lines = ["| arm | statistic | " + " | ".join(f"{s:,}" for s in steps) + " |",
              "|---|---|" + "---:|" * len(steps)]  # fmt: skip
     for arm in sorted({arm for arm, _, _ in runs}):

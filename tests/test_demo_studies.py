@@ -77,7 +77,7 @@ def test_the_final_table_puts_the_demonstrator_beside_each_arm() -> None:
     assert table[3] == "| gail | `medium` | 0.50 [0.40, 0.60] | 0.45 [0.60, 0.30] |"
 
 
-def test_the_training_table_reads_each_checkpoints_last_logged_value(tmp_path: Path) -> None:
+def test_the_training_table_reads_the_value_logged_nearest_each_checkpoint(tmp_path: Path) -> None:
     from torch.utils.tensorboard import SummaryWriter
 
     for seed, scale in [(0, 1.0), (1, 3.0)]:
