@@ -39,7 +39,7 @@ restarts from scratch (``--force``) a run whose training did not finish::
     python scripts/demo_studies.py record
     python scripts/demo_studies.py gail --seeds 0 1 2 --budget 2000000
     python scripts/demo_studies.py take_off --seeds 0 1 2 3 4 --budget 1000000
-    python scripts/demo_studies.py clone --seeds 0 1 2 --updates 30 100 300 1000
+    python scripts/demo_studies.py clone --seeds 0 1 2 --updates 0 30 100 300 1000
     python scripts/demo_studies.py summary
 """
 
@@ -339,7 +339,7 @@ def clone_offline(args: argparse.Namespace) -> None:
             for level in YARDSTICKS["clone"]:
                 row = {"kind": "clone", "game": GAME, "seed": seed, "updates": updates,
                        "minibatches": updates * cloning.num_epoch * per_pass,
-                       "loss": round(loss, 5), "yardstick": level}  # fmt: skip
+                       "loss": round(loss, 5) if updates else None, "yardstick": level}  # fmt: skip
                 row.update(play(policy, level, args.games, args.eval_seed))
                 curves.append_row(args.out, row)
                 curves.log(f"clone seed {seed}, {updates} updates: {row['win_rate']} vs {level}")
@@ -429,7 +429,7 @@ def report(args: argparse.Namespace) -> None:
             "\n## cloning alone\n\n| updates | minibatches | loss | seed | yardstick | wins | losses |"
         )
         print("|---:|---:|---:|---:|---|---:|---:|")
-        for row in clones:
+        for row in sorted(clones, key=lambda r: (r["seed"], r["updates"], r["yardstick"])):
             print(
                 f"| {row['updates']} | {row['minibatches']} | {row['loss']:.4f} | {row['seed']} | "
                 f"`{row['yardstick']}` | {row['wins'] / row['games']:.2f} | "
@@ -446,7 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="trainer steps per run (8 checkpoints along it)")  # fmt: skip
     parser.add_argument("--arms", nargs="+", choices=sorted(ARMS), default=None,
                         help="default: every arm of the study")  # fmt: skip
-    parser.add_argument("--updates", type=int, nargs="+", default=[30, 100, 300, 1000],
+    parser.add_argument("--updates", type=int, nargs="+", default=[0, 30, 100, 300, 1000],
                         help="clone: cloning updates after which the clone is scored")  # fmt: skip
     parser.add_argument("--episodes", type=int, default=50, help="demonstration episodes")
     parser.add_argument("--record-seed", type=int, default=0)
