@@ -430,8 +430,10 @@ def report(args: argparse.Namespace) -> None:
         )
         print("|---:|---:|---:|---:|---|---:|---:|")
         for row in sorted(clones, key=lambda r: (r["seed"], r["updates"], r["yardstick"])):
+            loss = row["loss"]
+            loss = "–" if loss is None or loss != loss else f"{loss:.4f}"  # none before an update
             print(
-                f"| {row['updates']} | {row['minibatches']} | {row['loss']:.4f} | {row['seed']} | "
+                f"| {row['updates']} | {row['minibatches']} | {loss} | {row['seed']} | "
                 f"`{row['yardstick']}` | {row['wins'] / row['games']:.2f} | "
                 f"{row['losses'] / row['games']:.2f} |"
             )
