@@ -2,10 +2,11 @@
 
 **The demonstrations.** ``record`` plays volley's scripted ``strong`` level (team 0) against
 ``medium`` (team 1) and records ``--episodes`` of strong's episodes into ``DEMO`` (under
-``--work``) with ``envs.demo_recorder.record_demo``; strong wins 0.98 of its games against
-``medium`` (the rest run out of time), so the demonstrations show a clear, scoreable behaviour.
+``--work``) with ``envs.demo_recorder.record_demo``; strong beats ``medium`` nearly every
+game, so the demonstrations show a clear, scoreable behaviour (``docs/benchmarks.md`` has the
+figures).
 
-**Study ``gail``** (``--mode fixed``): plain PPO on ``envs.versus_scripted:volley_vs_medium``
+**Study ``gail``** (mode ``fixed``): plain PPO on ``envs.versus_scripted:volley_vs_medium``
 (scripted ``medium`` plays the other side inside the environment; no self-play), from
 ``config/volley.yaml`` sized to the budget, in three arms:
 
@@ -15,13 +16,13 @@
 - ``extrinsic``: the game's reward only, as shipped;
 - ``no-reward``: ``extrinsic.strength: 0`` and nothing else, the control.
 
-**Study ``take_off``** (``--mode selfplay``): self-play on volley as ``ghost-learn --env volley``
+**Study ``take_off``** (mode ``selfplay``): self-play on volley as ``ghost-learn --env volley``
 ships it (``config/volley.yaml``, ``preset: auto``), and the same plus ``behavioral_cloning:
 {demo_path, strength: 0.5, steps: budget / 4}`` (arm ``selfplay+bc``).
 
 **Scoring.** As ``scripts/learning_curves.py``: a checkpoint every eighth of the budget, each
-played greedily for ``--games`` games (one per arena) against the scripted ``--yardsticks``
-(evaluation seed 1); rows in its format, so ``scripts/curve_tables.py`` prints the curves and the
+played greedily for ``--games`` games (one per arena) against the study's scripted
+``YARDSTICKS`` (evaluation seed 1); rows in its format, in ``WORK/<study>.jsonl``, so ``scripts/curve_tables.py`` prints the curves and the
 take-off steps (the first checkpoint from which wins outnumber losses against ``medium`` at every
 later checkpoint). ``reference`` rows hold the demonstrator's own score the same way.
 
@@ -33,8 +34,8 @@ yardsticks as the checkpoints do. It tells how much cloning these demonstrations
 clone plays like the demonstrator.
 
 Each run trains in a ``ghost-learn`` process of its own (one torch thread), seeds in sequence;
-the scoring process also uses one thread. A rerun skips runs and rows already in ``--out`` and
-restarts from scratch (``--force``) a run whose training did not finish::
+the scoring process also uses one thread. A rerun skips runs and rows already in the study's
+file and restarts from scratch (``--force``) a run whose training did not finish::
 
     python scripts/demo_studies.py record
     python scripts/demo_studies.py gail --seeds 0 1 2 --budget 2000000
