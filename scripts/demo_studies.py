@@ -102,6 +102,17 @@ def _with_cloning(settings: dict[str, Any], demo: str, budget: int) -> None:
     }
 
 
+def _with_long_cloning(settings: dict[str, Any], demo: str, budget: int) -> None:
+    """Cloning sized from the ``clone`` study, which needed 300 to 1,000 of its updates (3 passes
+    at batch 512) before a clone played like the demonstrator: full step size falling to 0 over
+    half the budget, 10 passes at batch 64 per update, about 25 times the first setting's
+    gradient steps per update."""
+    settings["behavioral_cloning"] = {
+        "demo_path": demo, "strength": 1.0, "steps": budget // 2, "batch_size": 64,
+        "num_epoch": 10,
+    }  # fmt: skip
+
+
 @attrs.frozen(kw_only=True)
 class Arm:
     """One arm of a study: how its runs train and what its config changes."""
@@ -117,6 +128,7 @@ ARMS: dict[str, Arm] = {
     "no-reward": Arm(study="gail", mode="fixed", edit=_no_reward),
     "selfplay": Arm(study="take_off", mode="selfplay", edit=_keep),
     "selfplay+bc": Arm(study="take_off", mode="selfplay", edit=_with_cloning),
+    "selfplay+bc-long": Arm(study="take_off", mode="selfplay", edit=_with_long_cloning),
 }
 STUDIES = ("gail", "take_off")
 #: what ``summary`` reads of each study's TensorBoard logs, per arm at every checkpoint
