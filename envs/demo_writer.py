@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 from pathlib import Path
 from types import TracebackType
 from typing import IO
@@ -30,24 +29,16 @@ from envs.demo_format import (
     observation_proto,
 )
 from envs.exceptions import DemoFileError
+from envs.temporary_files import create_temporary
 
 logger = logging.getLogger(__name__)
 
-#: tries at a free temporary name (each has 64 random bits)
-_NAME_ATTEMPTS = 100
-
 
 def _create_temporary(path: Path) -> tuple[IO[bytes], Path]:
-    """A new file beside ``path``, open for writing, with the permissions ``open()`` would give."""
+    """A new file beside ``path`` (its folders made), open for writing."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    for _ in range(_NAME_ATTEMPTS):
-        tmp = path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp"
-        try:
-            return os.fdopen(os.open(tmp, flags, 0o666), "wb"), tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free temporary file name for {path.name} in {path.parent}")
+    fd, tmp = create_temporary(path.parent, path.name)
+    return os.fdopen(fd, "wb"), tmp
 
 
 class DemoWriter:

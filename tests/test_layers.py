@@ -52,7 +52,7 @@ LOWER_ALLOWED = {
     # below every host: exceptions, the statistics' names and the data types a checkpoint holds
     "trainers.run_files": (
         "trainers.run_files", "trainers.exceptions", "trainers.stats", "trainers.settings",
-        "trainers.rollout", "trainers.group_rollout", "envs.exceptions",
+        "trainers.rollout", "trainers.group_rollout", "envs.exceptions", "envs.temporary_files",
     ),
 }  # fmt: skip
 #: modules of ``ghost`` itself, beneath every subpackage (they import none)

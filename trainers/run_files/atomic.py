@@ -12,26 +12,11 @@ from __future__ import annotations
 
 import io
 import os
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-#: tries at a free temporary name before giving up (each name has 64 random bits)
-_NAME_ATTEMPTS = 100
-
-
-def _create_temporary(folder: Path, name: str) -> tuple[int, Path]:
-    """A new, empty file beside ``name`` in ``folder``, opened for writing: its descriptor and
-    path. Created with mode ``0o666`` so that the umask alone decides its permissions."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    for _ in range(_NAME_ATTEMPTS):
-        tmp = folder / f".{name}.{secrets.token_hex(8)}.tmp"
-        try:
-            return os.open(tmp, flags, 0o666), tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free temporary file name for {name} in {folder}")
+from envs.temporary_files import create_temporary
 
 
 def atomic_write(path: str | Path, write: Callable[[IO[bytes]], None]) -> None:
@@ -40,7 +25,7 @@ def atomic_write(path: str | Path, write: Callable[[IO[bytes]], None]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp: Path | None = None
     try:
-        fd, tmp = _create_temporary(path.parent, path.name)
+        fd, tmp = create_temporary(path.parent, path.name)
         with os.fdopen(fd, "wb") as handle:
             write(handle)
             handle.flush()
