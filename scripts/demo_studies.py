@@ -99,6 +99,7 @@ def _with_cloning(settings: dict[str, Any], demo: str, budget: int) -> None:
         "demo_path": demo,
         "strength": BC_STRENGTH,
         "steps": int(budget * BC_SHARE),
+        "continuous_loss": "sample",
     }
 
 
@@ -109,8 +110,20 @@ def _with_long_cloning(settings: dict[str, Any], demo: str, budget: int) -> None
     gradient steps per update."""
     settings["behavioral_cloning"] = {
         "demo_path": demo, "strength": 1.0, "steps": budget // 2, "batch_size": 64,
-        "num_epoch": 10,
+        "num_epoch": 10, "continuous_loss": "sample",
     }  # fmt: skip
+
+
+def _with_cloning_on_mean(settings: dict[str, Any], demo: str, budget: int) -> None:
+    """The first cloning setting, its loss on the policy's mean action (the spread left alone)."""
+    _with_cloning(settings, demo, budget)
+    settings["behavioral_cloning"]["continuous_loss"] = "mean"
+
+
+def _with_long_cloning_on_mean(settings: dict[str, Any], demo: str, budget: int) -> None:
+    """The long cloning setting, its loss on the policy's mean action."""
+    _with_long_cloning(settings, demo, budget)
+    settings["behavioral_cloning"]["continuous_loss"] = "mean"
 
 
 @attrs.frozen(kw_only=True)
@@ -129,6 +142,10 @@ ARMS: dict[str, Arm] = {
     "selfplay": Arm(study="take_off", mode="selfplay", edit=_keep),
     "selfplay+bc": Arm(study="take_off", mode="selfplay", edit=_with_cloning),
     "selfplay+bc-long": Arm(study="take_off", mode="selfplay", edit=_with_long_cloning),
+    "selfplay+bc-mean": Arm(study="take_off", mode="selfplay", edit=_with_cloning_on_mean),
+    "selfplay+bc-long-mean": Arm(
+        study="take_off", mode="selfplay", edit=_with_long_cloning_on_mean
+    ),
 }
 STUDIES = ("gail", "take_off")
 #: what ``summary`` reads of each study's TensorBoard logs, per arm at every checkpoint

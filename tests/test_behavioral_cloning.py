@@ -30,6 +30,7 @@ from trainers.run_files.layout import RunLayout
 from trainers.run_files.safe_load import load_pt
 from trainers.settings import (
     BehavioralCloningSettings,
+    CloningLoss,
     MemorySettings,
     NetworkSettings,
     RewardSignalSettings,
@@ -71,6 +72,7 @@ def test_the_section_takes_ml_agents_keys_and_defaults_and_reads_back():
     assert written == {
         "demo_path": "demos/Tennis.demo", "steps": 5000, "strength": 1.0,
         "samples_per_update": 0, "num_epoch": None, "batch_size": None,
+        "continuous_loss": "mean",
     }  # fmt: skip
     assert options_from_dict(options_to_dict(options)) == options
 
@@ -83,6 +85,7 @@ def test_the_section_takes_ml_agents_keys_and_defaults_and_reads_back():
         ({"demo_path": "a.demo", "stength": 2}, "did you mean 'strength'?"),
         ({"demo_path": "a.demo", "steps": -1}, "behavioral_cloning.steps = -1: must be >= 0"),
         ({"demo_path": "a.demo", "batch_size": 0}, "behavioral_cloning.batch_size = 0"),
+        ({"demo_path": "a.demo", "continuous_loss": "mode"}, "expected one of mean, sample"),
     ],
 )
 def test_a_wrong_section_is_named_by_its_key(section, words):
@@ -166,6 +169,16 @@ def test_an_update_lowers_the_loss_on_the_demonstrations(game, squash, tennis_de
         torch.manual_seed(1)
         after = bc.loss(every_row).item()
     assert after < 0.7 * before and last < first
+
+
+@pytest.mark.parametrize(("loss", "spread_kept"), [("mean", True), ("sample", False)])
+def test_cloning_on_the_mean_leaves_the_spread_to_the_learner(tennis_demo, loss, spread_kept):
+    bc = cloning(tennis_demo, strength=10.0, continuous_loss=CloningLoss(loss))
+    log_std = bc.actor.log_std.detach().clone()
+    for _ in range(3):
+        bc.update(step=0)
+    narrowed = bool((bc.actor.log_std < log_std - 0.01).all())
+    assert torch.equal(bc.actor.log_std, log_std) == spread_kept and narrowed != spread_kept
 
 
 def test_the_step_size_falls_to_zero_over_steps_and_cloning_then_stops(tennis_demo):

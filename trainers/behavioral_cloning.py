@@ -5,11 +5,15 @@ gradient step, as ML-Agents does), the policy takes ``num_epoch`` shuffled passe
 demonstrations (``trainers.demonstrations``) in minibatches of ``batch_size`` steps, with an Adam
 optimizer of its own on the actor's weights. The loss of a minibatch is:
 
-- continuous actions: the mean squared error between the policy's sampled action (drawn with the
-  reparameterisation trick, so the gradient reaches the mean and the spread) and the
-  demonstrator's, both as the environment receives them (PPO clips, SAC squashes with ``tanh``);
+- continuous actions: the mean squared error between the policy's action and the
+  demonstrator's, both as the environment receives them (PPO clips, SAC squashes with ``tanh``;
   ML-Agents compares the unclipped sample with the recorded action, which teaches a PPO policy a
-  third of the demonstrated action;
+  third of the demonstrated action). With ``continuous_loss: mean`` (the default) the policy's
+  action is its mean, so cloning moves where the policy aims and leaves its spread to the
+  reinforcement learner; with ``sample`` it is a sampled action (the reparameterisation trick, so
+  the gradient also reaches the spread), as in ML-Agents, which narrows the spread towards a
+  deterministic demonstrator's none: on volley that left self-play with no exploration once
+  cloning stopped (docs/benchmarks.md, "Take-off on volley with behavioral cloning");
 - discrete branches: the cross-entropy of the demonstrator's choice under the policy, the
   recorded action masks applied, averaged over branches.
 
@@ -36,7 +40,7 @@ from trainers.demonstrations import DemoRows
 from trainers.memory import masked_mean
 from trainers.policy import TorchPolicy
 from trainers.sequences import Sequences, cut_sequences
-from trainers.settings import BehavioralCloningSettings
+from trainers.settings import BehavioralCloningSettings, CloningLoss
 
 PRETRAINING_LOSS = "Losses/Pretraining Loss"
 #: passes over the demonstrations per update when ``num_epoch`` is unset (ML-Agents' value)
@@ -149,7 +153,9 @@ class BehavioralCloning:
         total = torch.zeros(len(rows), device=self.device)
         if dist.mean is not None:
             assert dist.log_std is not None
-            raw = dist.mean + torch.randn_like(dist.mean) * dist.log_std.exp()
+            raw = dist.mean
+            if self.settings.continuous_loss == CloningLoss.SAMPLE:
+                raw = raw + torch.randn_like(dist.mean) * dist.log_std.exp()
             error = dist.env_continuous(raw) - self.continuous[rows]
             total = total + error.pow(2).mean(dim=1)
         if dist.logits:

@@ -115,6 +115,16 @@ class GAILSettings(RewardSignalSettings):
     demo_path: str = attrs.field(validator=_demo_path)
 
 
+class CloningLoss(str, enum.Enum):
+    """What behavioral cloning compares with a demonstrated continuous action
+    (``behavioral_cloning.continuous_loss``, ours): ``mean`` the policy's mean action, which
+    leaves the policy's spread to the reinforcement learner; ``sample`` an action sampled from
+    the policy (ML-Agents' loss), which also narrows the spread towards none."""
+
+    MEAN = "mean"
+    SAMPLE = "sample"
+
+
 @attrs.frozen(kw_only=True)
 class BehavioralCloningSettings:
     """``behavioral_cloning`` (``trainers.behavioral_cloning``): after every policy update, the
@@ -124,6 +134,8 @@ class BehavioralCloningSettings:
     ``learning_rate`` times ``strength``), which falls linearly to 0 over ``steps`` trainer steps
     (0: it never falls). ``batch_size`` defaults to the trainer's, ``num_epoch`` to 3 (as
     ML-Agents), and ``samples_per_update`` > 0 caps the demonstration steps of each epoch.
+    ``continuous_loss`` (ours) says what is compared with a demonstrated continuous action: the
+    policy's mean (the default) or, as ML-Agents does, a sampled action (``CloningLoss``).
     """
 
     demo_path: str = attrs.field(validator=_demo_path)
@@ -132,6 +144,7 @@ class BehavioralCloningSettings:
     samples_per_update: int = attrs.field(default=0, validator=non_negative)
     num_epoch: int | None = attrs.field(default=None, validator=positive)
     batch_size: int | None = attrs.field(default=None, validator=positive)
+    continuous_loss: CloningLoss = CloningLoss.MEAN
 
 
 #: the trainer types that learn ``curiosity``, ``rnd`` and ``gail`` and honour
