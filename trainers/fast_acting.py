@@ -1,29 +1,34 @@
-"""Acting without torch's per-call cost: an MLP ``Actor``'s decisions computed in numpy.
+"""Acting without torch's per-call cost: an ``Actor``'s decisions computed in numpy.
 
 A small network's forward pass for a few dozen agents is a few microseconds of arithmetic, while
 torch spends about half a millisecond per call dispatching its operators. ``NumpyActor`` holds a
 float32 copy of an actor's weights and computes what ``TorchPolicy.sample``/``act`` compute —
-normalizer, SiLU body, Gaussian and categorical heads with ML-Agents' conventions — with the same
-random draws: the normal noise and the exponential variates behind ``torch.multinomial`` come from
-torch's global generator, in the same order and shapes, so a seed gives the same actions on either
-path (to float rounding).
+normalizer, SiLU body, the LSTM step of an actor with memory (``trainers.memory``: each row's
+memory in, hidden then cell state, and its memory after the step out), Gaussian and categorical
+heads with ML-Agents' conventions — with the same random draws: the normal noise and the
+exponential variates behind ``torch.multinomial`` come from torch's global generator, in the same
+order and shapes, so a seed gives the same actions on either path (to float rounding).
 
 ``NumpyActing`` keeps that copy in step with the torch actor: it rebuilds it when told
 (``mark_stale``) and whenever any parameter or buffer was changed in place (an optimizer step, a
 ``load_state_dict``, a normalizer update), which torch records in each tensor's version counter.
 
-Actors with memory (LSTM) or image observations act through torch (``numpy_supported``). Which
-path acts is chosen per call by ``numpy_is_faster`` from measurements (docs/benchmarks.md,
-"Acting path"); set ``GHOST_TORCH_ACTING=1`` to always act through torch.
+Actors with image observations act through torch (``numpy_supported``). Which path acts is chosen
+per call by ``numpy_is_faster`` from measurements (docs/benchmarks.md, "Acting path"): numpy's BLAS
+splitting a product over threads is what makes it slower than torch, so ``limit_blas_threads``
+(``ghost-learn`` calls it) keeps numpy on one thread, and numpy then acts at every size. Set
+``GHOST_TORCH_ACTING=1`` to always act through torch.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
 import torch
 from mlagents_envs.base_env import ActionTuple
+from threadpoolctl import ThreadpoolController, threadpool_limits
 
 from trainers.actor import LOG_SQRT_2PI, MASKED_LOGIT, Actor
 from trainers.base import ActionOutput
@@ -32,9 +37,10 @@ from trainers.base import ActionOutput
 #: act through torch (to compare the two paths while debugging)
 FORCE_TORCH_VARIABLE = "GHOST_TORCH_ACTING"
 
-#: numpy acts while its widest matrix product, ``rows × hidden units × inputs of a body layer``,
-#: stays below this; past it OpenBLAS splits the product over threads and numpy falls from about
-#: 2.5 times faster than torch to several times slower (docs/benchmarks.md, "Acting path")
+#: numpy acts while its widest matrix product, ``rows × inputs × outputs`` of one layer (body or
+#: LSTM), stays below this or its BLAS runs on one thread: past it OpenBLAS splits the product
+#: over threads and numpy falls from about 2.5 times faster than torch to several times slower
+#: (docs/benchmarks.md, "Acting path")
 NUMPY_WORK_LIMIT = 2**20
 
 
@@ -44,15 +50,41 @@ def torch_acting_forced() -> bool:
 
 
 def numpy_supported(actor: Actor) -> bool:
-    """Whether ``NumpyActor`` can act for ``actor``: vector observations only, no memory."""
-    return actor.memory is None and not actor.encoder.visual_indices
+    """Whether ``NumpyActor`` can act for ``actor``: vector observations only."""
+    return not actor.encoder.visual_indices
 
 
-def numpy_is_faster(*, rows: int, hidden_units: int, num_layers: int, inputs: int) -> bool:
-    """The measured rule: numpy's forward pass beats torch's for ``rows`` agents through a body
-    of ``num_layers`` × ``hidden_units`` on ``inputs`` encoded inputs."""
-    widest = max(inputs, hidden_units if num_layers > 1 else 0)
-    return rows * hidden_units * widest < NUMPY_WORK_LIMIT
+def limit_blas_threads() -> None:
+    """Let numpy's BLAS use one thread from now on, in the whole process (as torch runs in
+    ``ghost-learn``): acting's small products gain nothing from more, and lose much where other
+    work holds the cores (docs/benchmarks.md, "Acting path")."""
+    threadpool_limits(limits=1, user_api="blas")
+
+
+@functools.cache
+def _blas_libraries() -> ThreadpoolController:
+    # finding the loaded libraries takes milliseconds; asking one its thread count, less than one
+    return ThreadpoolController().select(user_api="blas")
+
+
+def blas_threads() -> int:
+    """The most threads numpy's BLAS may use now (1 where threadpoolctl finds no BLAS)."""
+    return max((lib.num_threads for lib in _blas_libraries().lib_controllers), default=1)
+
+
+def numpy_is_faster(*, rows: int, widest: int) -> bool:
+    """The measured rule: numpy's forward pass beats torch's for ``rows`` agents through a network
+    whose largest layer has ``widest`` weights (inputs × outputs)."""
+    return rows * widest < NUMPY_WORK_LIMIT or blas_threads() == 1
+
+
+def widest_layer(actor: Actor) -> int:
+    """The number of weights (inputs × outputs) of ``actor``'s largest body or LSTM layer."""
+    sizes = [m.weight.numel() for m in actor.body if isinstance(m, torch.nn.Linear)]
+    if actor.memory is not None:
+        weight_ih, weight_hh, _, _ = actor.memory.lstm.all_weights[0]
+        sizes.append(weight_ih.numel() + weight_hh.numel())
+    return max(sizes)
 
 
 def _silu_(x: np.ndarray) -> np.ndarray:
@@ -82,6 +114,22 @@ def _log_softmax(logits: np.ndarray) -> np.ndarray:
     return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
 
 
+def _lstm_weights(actor: Actor) -> tuple[np.ndarray, np.ndarray] | None:
+    """The LSTM's weights as one ``[inputs + hidden, 4 hidden]`` matrix over ``[x, h]`` and one
+    bias, torch's gate order (input, forget, cell, output); the input, forget and output gates'
+    columns halved (exact in floating point), so that one ``tanh`` gives every gate's value."""
+    if actor.memory is None:
+        return None
+    weight_ih, weight_hh, bias_ih, bias_hh = actor.memory.lstm.all_weights[0]
+    weight = _array(torch.cat([weight_ih, weight_hh], dim=1)).T.copy()
+    bias = _array(bias_ih) + _array(bias_hh)
+    hidden = actor.memory.output_size
+    for gate in (0, 1, 3):  # sigmoid(z) = 0.5 * tanh(z / 2) + 0.5
+        weight[:, gate * hidden : (gate + 1) * hidden] *= np.float32(0.5)
+        bias[gate * hidden : (gate + 1) * hidden] *= np.float32(0.5)
+    return weight, bias
+
+
 class NumpyActor:
     """A float32 numpy copy of an ``Actor`` (see ``numpy_supported``) that makes its decisions.
 
@@ -98,6 +146,8 @@ class NumpyActor:
             self.normalizer = (_array(mean), _array(std))
         linears = [m for m in actor.body if isinstance(m, torch.nn.Linear)]
         self.layers = [(_array(m.weight).T.copy(), _array(m.bias)) for m in linears]
+        self.memory_size = actor.memory_size
+        self.lstm = _lstm_weights(actor)
         self.squash = actor.squash
         self.branches = actor.branches
         self.split_at = np.cumsum(self.branches)[:-1] if self.branches else np.zeros(0, int)
@@ -127,12 +177,40 @@ class NumpyActor:
             _silu_(x)
         return x
 
-    def distribution(
-        self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None = None
-    ) -> NumpyDistribution:
+    def _remember(self, x: np.ndarray, memory: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """One LSTM step from each row's ``memory`` (hidden then cell; zeros when None): the
+        output rows and the memories after the step."""
+        weight, bias = self.lstm  # type: ignore[misc]
+        half = self.memory_size // 2
+        if memory is None:
+            memory = np.zeros((len(x), self.memory_size), np.float32)
+        gates = np.concatenate([x, memory[:, :half]], axis=1) @ weight
+        gates += bias
+        np.tanh(gates, out=gates)
+        sigmoids = gates[:, : 2 * half], gates[:, 3 * half :]
+        for part in sigmoids:
+            part *= np.float32(0.5)
+            part += np.float32(0.5)
+        cell = gates[:, half : 2 * half] * memory[:, half:]
+        cell += gates[:, :half] * gates[:, 2 * half : 3 * half]
+        hidden = np.tanh(cell)
+        hidden *= gates[:, 3 * half :]
+        return hidden, np.concatenate([hidden, cell], axis=1)
+
+    def decide(
+        self,
+        obs: list[np.ndarray],
+        action_mask: list[np.ndarray] | None = None,
+        memory: np.ndarray | None = None,
+    ) -> tuple[NumpyDistribution, np.ndarray | None]:
         """The action distribution of each row of ``obs`` (ML-Agents' per-branch masks, True =
-        unavailable), as ``Actor.forward`` gives it."""
+        unavailable), as ``Actor.forward`` gives it, and with memory each row's memory after this
+        decision (``memory``: each row's memory before it, ``[rows, memory_size]``; zeros when
+        None)."""
         x = self._hidden(obs)
+        after = None
+        if self.lstm is not None:
+            x, after = self._remember(x, memory)
         mean = log_std = None
         if self.mean_head is not None:
             mean = x @ self.mean_head[0] + self.mean_head[1]
@@ -147,7 +225,14 @@ class NumpyActor:
                 mask = action_mask[0] if len(action_mask) == 1 else np.concatenate(action_mask, 1)
                 flat = np.where(np.asarray(mask, bool), np.float32(MASKED_LOGIT), flat)
             logits = np.split(flat, self.split_at, axis=1)
-        return NumpyDistribution(mean=mean, log_std=log_std, logits=logits, squash=self.squash)
+        dist = NumpyDistribution(mean=mean, log_std=log_std, logits=logits, squash=self.squash)
+        return dist, after
+
+    def distribution(
+        self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None = None
+    ) -> NumpyDistribution:
+        """The action distribution of each row of ``obs`` (from zero memories, with memory)."""
+        return self.decide(obs, action_mask)[0]
 
 
 class NumpyDistribution:
@@ -244,15 +329,11 @@ class NumpyActing:
 
     Args:
         actor: the torch network whose weights and normalizer statistics the copy follows.
-        hidden_units: the body's width, for ``numpy_is_faster``.
-        num_layers: the body's depth, for ``numpy_is_faster``.
     """
 
-    def __init__(self, actor: Actor, *, hidden_units: int, num_layers: int) -> None:
+    def __init__(self, actor: Actor) -> None:
         self.actor = actor
-        self.hidden_units = hidden_units
-        self.num_layers = num_layers
-        self.inputs = actor.encoder.output_size
+        self.widest = widest_layer(actor)
         self._tensors = [*actor.parameters(), *actor.buffers()]
         self._versions: tuple[int, ...] | None = None
         self._copy: NumpyActor | None = None
@@ -264,8 +345,7 @@ class NumpyActing:
 
     def for_rows(self, rows: int) -> NumpyActor | None:
         """The up-to-date numpy copy, or None where torch acts faster for ``rows`` agents."""
-        shape = {"hidden_units": self.hidden_units, "num_layers": self.num_layers}
-        if not numpy_is_faster(rows=rows, inputs=self.inputs, **shape):
+        if not numpy_is_faster(rows=rows, widest=self.widest):
             return None
         versions = tuple(t._version for t in self._tensors)
         if versions != self._versions or self._copy is None:
@@ -274,9 +354,9 @@ class NumpyActing:
         return self._copy
 
 
-def numpy_acting(actor: Actor, *, hidden_units: int, num_layers: int) -> NumpyActing | None:
-    """A ``NumpyActing`` for ``actor``, or None where it must act through torch (memory, images,
+def numpy_acting(actor: Actor) -> NumpyActing | None:
+    """A ``NumpyActing`` for ``actor``, or None where it must act through torch (images,
     ``GHOST_TORCH_ACTING``)."""
     if torch_acting_forced() or not numpy_supported(actor):
         return None
-    return NumpyActing(actor, hidden_units=hidden_units, num_layers=num_layers)
+    return NumpyActing(actor)

@@ -12,7 +12,7 @@ from mlagents_envs.base_env import ActionTuple, BehaviorSpec
 from trainers.actor import ActionDistribution, Actor
 from trainers.base import ActionOutput, Policy, Weights
 from trainers.exceptions import MemoryUseError
-from trainers.fast_acting import NumpyActor, numpy_acting
+from trainers.fast_acting import NumpyActor, NumpyDistribution, numpy_acting
 from trainers.memory import AgentMemories
 from trainers.policy_file import read_policy_record, write_policy_file
 from trainers.settings import NetworkSettings
@@ -71,8 +71,8 @@ class TorchPolicy(Policy):
     from a copy of the actor on ``acting_device``, refreshed from ``actor`` at the first decision
     after ``weights_changed()``; ``load_weights`` and ``update_normalizer`` call it themselves.
 
-    A small MLP actor on a CPU acting device decides through a numpy copy of its weights where
-    that is faster (``trainers.fast_acting``), with the same random draws as torch.
+    An actor on a CPU acting device decides through a numpy copy of its weights where that is
+    faster (``trainers.fast_acting``), with the same random draws and memories as torch.
     """
 
     def __init__(
@@ -103,11 +103,7 @@ class TorchPolicy(Policy):
         )
         self._acting_stale = False
         self._numpy = (
-            numpy_acting(
-                self.actor,
-                hidden_units=network_settings.hidden_units,
-                num_layers=network_settings.num_layers,
-            )
+            numpy_acting(self.actor)
             # any CPU acting device (a separate copy on ``cpu:0`` included) acts alike
             if torch.device(self.acting_device).type == "cpu"
             else None
@@ -137,6 +133,31 @@ class TorchPolicy(Policy):
         """The numpy copy of the actor where it acts faster for this batch, else None."""
         return None if self._numpy is None else self._numpy.for_rows(len(obs[0]))
 
+    def _recall(self, agent_ids: np.ndarray | None) -> np.ndarray | None:
+        """With memory, the memories of ``agent_ids`` (one per row); None without memory."""
+        if not self.memory_size:
+            return None
+        if agent_ids is None:
+            raise MemoryUseError(
+                "this policy has memory (network_settings.memory): pass agent_ids=, one per row, "
+                "so that each agent's memory is carried to its next decision"
+            )
+        return self.memories.recall(agent_ids)
+
+    def _numpy_decision(
+        self,
+        fast: NumpyActor,
+        obs: list[np.ndarray],
+        action_mask: list[np.ndarray] | None,
+        agent_ids: np.ndarray | None,
+    ) -> tuple[NumpyDistribution, np.ndarray | None]:
+        """``_decision`` through the numpy copy of the actor."""
+        before = self._recall(agent_ids)
+        dist, after = fast.decide(obs, action_mask, before)
+        if after is not None:
+            self.memories.store(agent_ids, after)  # type: ignore[arg-type]
+        return dist, before
+
     def _distribution(
         self,
         obs: list[np.ndarray],
@@ -156,16 +177,11 @@ class TorchPolicy(Policy):
         actor, device = self.acting_actor, self.acting_device
         obs_tensors = to_tensors(obs, device)
         mask = mask_tensor(action_mask, device)
-        if not self.memory_size:
+        before = self._recall(agent_ids)
+        if before is None:
             return actor(obs_tensors, mask), None
-        if agent_ids is None:
-            raise MemoryUseError(
-                "this policy has memory (network_settings.memory): pass agent_ids=, one per row, "
-                "so that each agent's memory is carried to its next decision"
-            )
-        before = self.memories.recall(agent_ids)
         heads = actor.head_outputs(obs_tensors, mask, torch.as_tensor(before, device=device))
-        self.memories.store(agent_ids, heads["memory"].cpu().numpy())
+        self.memories.store(agent_ids, heads["memory"].cpu().numpy())  # type: ignore[arg-type]
         return actor.distribution(heads), before
 
     def forget(self, agent_ids: np.ndarray | None = None) -> None:
@@ -180,7 +196,8 @@ class TorchPolicy(Policy):
         """Draw actions for a batch of agents (``agent_ids``: needed with memory)."""
         fast = self._numpy_actor(obs)
         if fast is not None:
-            return fast.distribution(obs, action_mask).sampled_output()
+            dist, before = self._numpy_decision(fast, obs, action_mask, agent_ids)
+            return dist.sampled_output(before)
         with torch.inference_mode():
             return sampled_output(*self._decision(obs, action_mask, agent_ids))
 
@@ -197,8 +214,8 @@ class TorchPolicy(Policy):
             return self.sample(obs, action_mask, agent_ids).actions
         fast = self._numpy_actor(obs)
         if fast is not None:
-            dist = fast.distribution(obs, action_mask)
-            return dist.actions(*dist.most_likely())
+            decided = self._numpy_decision(fast, obs, action_mask, agent_ids)[0]
+            return decided.actions(*decided.most_likely())
         with torch.inference_mode():
             dist = self._distribution(obs, action_mask, agent_ids)
             return action_tuple(dist, *dist.most_likely())
@@ -213,7 +230,8 @@ class TorchPolicy(Policy):
         (with memory this is a decision: the agents' memories move on)."""
         fast = self._numpy_actor(obs)
         if fast is not None:
-            return [np.exp(lp) for lp in fast.distribution(obs, action_mask).log_probs_by_branch]
+            decided = self._numpy_decision(fast, obs, action_mask, agent_ids)[0]
+            return [np.exp(lp) for lp in decided.log_probs_by_branch]
         with torch.inference_mode():
             dist = self._distribution(obs, action_mask, agent_ids)
             return [lp.exp().cpu().numpy() for lp in dist.log_probs_by_branch]

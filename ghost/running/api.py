@@ -47,6 +47,7 @@ from ghost.running.session import SelfPlaySession
 from trainers.callbacks import TrainingCallback
 from trainers.devices import AUTO
 from trainers.exceptions import results_write_errors
+from trainers.fast_acting import limit_blas_threads
 from trainers.run_files.layout import RunLayout
 from trainers.run_files.lock import RunLock
 
@@ -188,6 +189,7 @@ def run_training(
     (refreshing the heartbeat of its lock, if it holds one)."""
     # small networks run fastest on one thread; the environment wants the other core
     torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2) if torch.cuda.is_available() else 1)
+    limit_blas_threads()  # numpy's too: it acts (trainers.fast_acting)
     seed = max(options.env_settings.seed, 0)
     torch.manual_seed(seed)
     training = not options.checkpoint_settings.inference
