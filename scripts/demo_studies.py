@@ -335,7 +335,7 @@ def clone_offline(args: argparse.Namespace) -> None:
     from trainers.behavioral_cloning import BehavioralCloning
     from trainers.demonstrations import load_demonstration
     from trainers.policy import TorchPolicy
-    from trainers.settings import BehavioralCloningSettings, NetworkSettings
+    from trainers.settings import BehavioralCloningSettings, CloningLoss, NetworkSettings
 
     torch.set_num_threads(1)
     demo_path = record(args)
@@ -354,7 +354,10 @@ def clone_offline(args: argparse.Namespace) -> None:
         policy = TorchPolicy(behavior_spec=spec, network_settings=NetworkSettings(**network))
         policy.update_normalizer(rows.obs)
         cloning = BehavioralCloning(
-            policy=policy, settings=BehavioralCloningSettings(demo_path=str(demo_path)),
+            policy=policy,
+            settings=BehavioralCloningSettings(
+                demo_path=str(demo_path), continuous_loss=CloningLoss(args.continuous_loss)
+            ),
             demo=rows, learning_rate=behavior["hyperparameters"]["learning_rate"],
             batch_size=behavior["hyperparameters"]["batch_size"], rng=np.random.default_rng(seed),
         )  # fmt: skip
@@ -368,6 +371,7 @@ def clone_offline(args: argparse.Namespace) -> None:
             policy.weights_changed()
             for level in YARDSTICKS["clone"]:
                 row = {"kind": "clone", "game": GAME, "seed": seed, "updates": updates,
+                       "continuous_loss": args.continuous_loss,
                        "minibatches": updates * cloning.num_epoch * per_pass,
                        "loss": round(loss, 5) if updates else None, "yardstick": level}  # fmt: skip
                 row.update(play(policy, level, args.games, args.eval_seed))
@@ -456,17 +460,27 @@ def report(args: argparse.Namespace) -> None:
     clones = curves.read_rows(args.work / "clone.jsonl")
     if clones:
         print(
-            "\n## cloning alone\n\n| updates | minibatches | loss | seed | yardstick | wins | losses |"
+            "\n## cloning alone\n\n"
+            "| continuous_loss | updates | minibatches | loss | seed | yardstick | wins | losses |"
         )
-        print("|---:|---:|---:|---:|---|---:|---:|")
-        for row in sorted(clones, key=lambda r: (r["seed"], r["updates"], r["yardstick"])):
+        print("|---|---:|---:|---:|---:|---|---:|---:|")
+        for row in sorted(clones, key=_clone_order):
             loss = row["loss"]
             loss = "–" if loss is None or loss != loss else f"{loss:.4f}"  # none before an update
             print(
-                f"| {row['updates']} | {row['minibatches']} | {loss} | {row['seed']} | "
+                f"| {_clone_loss(row)} | {row['updates']} | {row['minibatches']} | {loss} | {row['seed']} | "
                 f"`{row['yardstick']}` | {row['wins'] / row['games']:.2f} | "
                 f"{row['losses'] / row['games']:.2f} |"
             )
+
+
+def _clone_loss(row: dict[str, Any]) -> str:
+    """A cloning-alone row's ``continuous_loss`` (rows from before the option: ``sample``)."""
+    return row.get("continuous_loss", "sample")
+
+
+def _clone_order(row: dict[str, Any]) -> tuple:
+    return (_clone_loss(row), row["seed"], row["updates"], row["yardstick"])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -480,6 +494,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="default: every arm of the study")  # fmt: skip
     parser.add_argument("--updates", type=int, nargs="+", default=[0, 30, 100, 300, 1000],
                         help="clone: cloning updates after which the clone is scored")  # fmt: skip
+    parser.add_argument("--continuous-loss", choices=["mean", "sample"], default="mean",
+                        help="clone: behavioral_cloning.continuous_loss")  # fmt: skip
     parser.add_argument("--episodes", type=int, default=50, help="demonstration episodes")
     parser.add_argument("--record-seed", type=int, default=0)
     parser.add_argument("--games", type=int, default=100, help="games per checkpoint and level")

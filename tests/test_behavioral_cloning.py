@@ -72,7 +72,7 @@ def test_the_section_takes_ml_agents_keys_and_defaults_and_reads_back():
     assert written == {
         "demo_path": "demos/Tennis.demo", "steps": 5000, "strength": 1.0,
         "samples_per_update": 0, "num_epoch": None, "batch_size": None,
-        "continuous_loss": "mean",
+        "continuous_loss": "sample",
     }  # fmt: skip
     assert options_from_dict(options_to_dict(options)) == options
 
@@ -355,18 +355,28 @@ def test_a_checkpoint_carries_the_cloning_optimizer_and_the_policy_file_has_no_p
 
 # -- learning ------------------------------------------------------------------------------------
 @pytest.mark.slow
-def test_cloning_a_scripted_level_on_tennis_nearly_matches_its_score(tmp_path):
+@pytest.mark.parametrize("record_seed", [0, 1, 2])
+def test_cloning_a_scripted_level_on_tennis_nearly_matches_its_score(tmp_path, record_seed):
     """Cloning alone (the environment's reward weighs nothing), from 50 episodes of the scripted
-    ``medium`` player, scored against ``weak`` as ``medium`` itself is; seed 0."""
+    ``medium`` player recorded at ``record_seed``, scored against ``weak`` and ``medium`` as
+    ``medium`` itself is: within 10% of its score against ``weak``, within 20% against ``medium``
+    (docs/benchmarks.md, "Demonstrations", has the figures)."""
     from ghost.evaluation import evaluate
 
-    path = record_scripted(tmp_path / "Tennis.demo", "tennis", "medium", episodes=50).path
+    demo = tmp_path / "Tennis.demo"
+    path = record_scripted(demo, "tennis", "medium", episodes=50, seed=record_seed).path
     settings = attrs.evolve(
         bc_settings("ppo", path, max_steps=30_000),
         hyperparameters=PPOSettings(batch_size=256, buffer_size=2048, beta=1e-4),
         network_settings=NetworkSettings(hidden_units=128, num_layers=2),
     )
     trainer = train_tennis(tmp_path / "run", settings).trainers["Tennis"]
-    level = evaluate(game="tennis", policy="medium", opponent="weak", episodes=200)
-    cloned = evaluate(game="tennis", policy=trainer.policy, opponent="weak", episodes=200)
-    assert cloned.score >= 0.9 * level.score
+    for opponent in ("weak", "medium"):
+        level = evaluate(game="tennis", policy="medium", opponent=opponent, episodes=200)
+        cloned = evaluate(game="tennis", policy=trainer.policy, opponent=opponent, episodes=200)
+        print(f"against {opponent}: medium {level.score:.3f}, the clone {cloned.score:.3f}")
+        assert cloned.score >= WITHIN[opponent] * level.score, opponent
+
+
+#: the share of the scripted level's score its clone reaches at least, by opponent
+WITHIN = {"weak": 0.9, "medium": 0.8}

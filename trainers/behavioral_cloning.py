@@ -8,12 +8,13 @@ optimizer of its own on the actor's weights. The loss of a minibatch is:
 - continuous actions: the mean squared error between the policy's action and the
   demonstrator's, both as the environment receives them (PPO clips, SAC squashes with ``tanh``;
   ML-Agents compares the unclipped sample with the recorded action, which teaches a PPO policy a
-  third of the demonstrated action). With ``continuous_loss: mean`` (the default) the policy's
-  action is its mean, so cloning moves where the policy aims and leaves its spread to the
-  reinforcement learner; with ``sample`` it is a sampled action (the reparameterisation trick, so
-  the gradient also reaches the spread), as in ML-Agents, which narrows the spread towards a
-  deterministic demonstrator's none: on volley that left self-play with no exploration once
-  cloning stopped (docs/benchmarks.md, "Take-off on volley with behavioral cloning");
+  third of the demonstrated action). With ``continuous_loss: sample`` (the default, as in
+  ML-Agents) the policy's action is a sampled one (the reparameterisation trick, so the gradient
+  also reaches the spread), which narrows the spread towards none: a clone alone then acts as
+  surely as its demonstrator, but on volley self-play was left with no exploration once cloning
+  stopped. With ``mean`` it is the policy's mean, so cloning moves where the policy aims and
+  leaves its spread to the reinforcement learner, which is how to bootstrap self-play
+  (docs/benchmarks.md, "Take-off on volley with behavioral cloning");
 - discrete branches: the cross-entropy of the demonstrator's choice under the policy, the
   recorded action masks applied, averaged over branches.
 

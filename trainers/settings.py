@@ -117,9 +117,10 @@ class GAILSettings(RewardSignalSettings):
 
 class CloningLoss(str, enum.Enum):
     """What behavioral cloning compares with a demonstrated continuous action
-    (``behavioral_cloning.continuous_loss``, ours): ``mean`` the policy's mean action, which
-    leaves the policy's spread to the reinforcement learner; ``sample`` an action sampled from
-    the policy (ML-Agents' loss), which also narrows the spread towards none."""
+    (``behavioral_cloning.continuous_loss``, ours): ``sample`` an action sampled from the policy
+    (ML-Agents' loss, the default), which also narrows the policy's spread towards none, so that a
+    clone alone acts as surely as its demonstrator; ``mean`` the policy's mean action, which leaves
+    the spread to the reinforcement learner: the one to bootstrap self-play with."""
 
     MEAN = "mean"
     SAMPLE = "sample"
@@ -135,7 +136,7 @@ class BehavioralCloningSettings:
     (0: it never falls). ``batch_size`` defaults to the trainer's, ``num_epoch`` to 3 (as
     ML-Agents), and ``samples_per_update`` > 0 caps the demonstration steps of each epoch.
     ``continuous_loss`` (ours) says what is compared with a demonstrated continuous action: the
-    policy's mean (the default) or, as ML-Agents does, a sampled action (``CloningLoss``).
+    policy's mean, or a sampled action as ML-Agents does (the default; ``CloningLoss``).
     """
 
     demo_path: str = attrs.field(validator=_demo_path)
@@ -144,7 +145,7 @@ class BehavioralCloningSettings:
     samples_per_update: int = attrs.field(default=0, validator=non_negative)
     num_epoch: int | None = attrs.field(default=None, validator=positive)
     batch_size: int | None = attrs.field(default=None, validator=positive)
-    continuous_loss: CloningLoss = CloningLoss.MEAN
+    continuous_loss: CloningLoss = CloningLoss.SAMPLE
 
 
 #: the trainer types that learn ``curiosity``, ``rnd`` and ``gail`` and honour
