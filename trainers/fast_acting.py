@@ -37,10 +37,10 @@ from trainers.base import ActionOutput
 #: act through torch (to compare the two paths while debugging)
 FORCE_TORCH_VARIABLE = "GHOST_TORCH_ACTING"
 
-#: numpy acts while its widest matrix product, ``rows × inputs × outputs`` of one layer (body or
-#: LSTM), stays below this or its BLAS runs on one thread: past it OpenBLAS splits the product
-#: over threads and numpy falls from about 2.5 times faster than torch to several times slower
-#: (docs/benchmarks.md, "Acting path")
+#: with its BLAS on one thread numpy acts at every size; on more, only while its widest matrix
+#: product, ``rows × inputs × outputs`` of one layer (body or LSTM), stays below this: past it
+#: OpenBLAS splits the product over threads and numpy falls from about 2.5 times faster than torch
+#: to several times slower (docs/benchmarks.md, "Acting path")
 NUMPY_WORK_LIMIT = 2**20
 
 
