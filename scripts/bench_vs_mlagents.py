@@ -54,6 +54,11 @@ from ghost.running.api import make_stepper
 from ghost.running.session import SelfPlaySession
 from trainers.run_files.layout import RunLayout
 torch.set_num_threads(1)
+try:  # as ghost-learn runs it, where the tree's ghost-learn limits numpy's BLAS
+    from trainers.fast_acting import limit_blas_threads
+    limit_blas_threads()
+except ImportError:
+    pass
 config, env, steps, out, self_play = sys.argv[1:6]
 options = load_options(config)
 behaviors = {name: attrs.evolve(s, max_steps=int(steps), summary_freq=10**9,

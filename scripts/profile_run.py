@@ -88,6 +88,12 @@ OUTSIDE_FIXED = ("acting, both teams", "environment step", "trainers' advance", 
 def profile(config: str, env: str, steps: int) -> tuple[pstats.Stats, float]:
     """Train ``steps`` steps of every behavior under cProfile; the stats and the wall time."""
     torch.set_num_threads(1)
+    try:  # as ghost-learn runs it, where the tree's ghost-learn limits numpy's BLAS
+        from trainers.fast_acting import limit_blas_threads
+
+        limit_blas_threads()
+    except ImportError:
+        pass
     options = load_options(config)
     behaviors = {
         name: attrs.evolve(s, max_steps=steps, summary_freq=10**9, checkpoint_interval=10**9)

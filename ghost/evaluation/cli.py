@@ -111,8 +111,11 @@ def run(steps: Sequence[argparse.Namespace]) -> int:
     # imported here, not at the top, so that --help answers without loading torch
     import torch
 
+    from trainers.fast_acting import limit_blas_threads
+
     # batches of a few dozen observations: extra threads only contend (as in ghost-learn on CPU)
     torch.set_num_threads(1)
+    limit_blas_threads()  # numpy acts for small policies (trainers.fast_acting)
     output = Output()
     for args in steps:
         args.handler(args, output)
