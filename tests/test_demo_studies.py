@@ -59,8 +59,16 @@ def test_the_fixed_arms_play_medium_and_the_self_play_arms_themselves(demo: Path
 
 def test_cloning_is_one_setting_over_a_quarter_of_the_budget(demo: Path) -> None:
     cloning = behavior("selfplay+bc", demo, budget=1_000_000)["behavioral_cloning"]
-    assert cloning == {"demo_path": str(demo), "strength": 0.5, "steps": 250_000}
+    assert cloning == {"demo_path": str(demo), "strength": 0.5, "steps": 250_000,
+                       "continuous_loss": "sample"}  # fmt: skip
     assert "behavioral_cloning" not in behavior("selfplay", demo)
+
+
+def test_the_mean_arms_change_only_the_loss(demo: Path) -> None:
+    for arm in ("selfplay+bc", "selfplay+bc-long"):
+        sampled = behavior(arm, demo, budget=1_000_000)["behavioral_cloning"]
+        on_mean = behavior(f"{arm}-mean", demo, budget=1_000_000)["behavioral_cloning"]
+        assert on_mean == {**sampled, "continuous_loss": "mean"}
 
 
 def test_the_final_table_puts_the_demonstrator_beside_each_arm() -> None:
