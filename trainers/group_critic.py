@@ -245,18 +245,15 @@ class GroupCritic(nn.Module):
         """``value_and_baseline`` along sequences, the value's started from ``value_memory`` and
         the baseline's from ``baseline_memory`` (both None without memory)."""
         encoded = self._encode_members(obs)
-        # member 0's plain entity is both the value's and the baseline's: projected once
-        plain = self.attention.project(self.embed_obs(encoded))
-        mates = self.attention.project(
-            self.embed_obs_action(torch.cat([encoded[:, 1:], actions[:, 1:]], dim=2))
-        )
-        projected = torch.cat([plain, torch.cat([plain[:, :, :1], mates], dim=2)], dim=1)
+        plain = self.embed_obs(encoded)
+        baseline_entities = self._baseline_entities(encoded, plain[:, :1], actions)
         memory = None
         if value_memory is not None and baseline_memory is not None:
             memory = torch.cat([value_memory, baseline_memory])
-        both_present = torch.cat([present, present])
-        both, _ = self._estimate(
-            self.attention.attend(projected, both_present), both_present, memory, sequence_length
+        both, _ = self._pool(
+            torch.cat([plain, baseline_entities]),
+            torch.cat([present, present]),
+            memory,
+            sequence_length,
         )
-        rows = plain.shape[1]
-        return both[:rows], both[rows:]
+        return both[: len(plain)], both[len(plain) :]
