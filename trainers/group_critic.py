@@ -50,43 +50,28 @@ def _layer_norm(x: torch.Tensor) -> torch.Tensor:
 
 
 class ResidualSelfAttention(nn.Module):
-    """Members attend to each other (absent ones masked out), then a masked mean pools them.
-
-    The layer norm and the query, key and value projections depend on an entity alone, so a
-    caller whose rows share entities (``GroupCritic.grouped_value_and_baseline``) can
-    ``project`` each distinct entity once and ``attend`` over rows gathered from those."""
+    """Members attend to each other (absent ones masked out), then a masked mean pools them."""
 
     def __init__(self, size: int, heads: int = HEADS) -> None:
         super().__init__()
         self.heads = heads
         self.query, self.key, self.value, self.out = (_small_linear(size, size) for _ in range(4))
 
-    def project(self, entities: torch.Tensor) -> torch.Tensor:
-        """Each entity's normalized embedding, query, key and value, stacked on a new first
-        dimension: ``[4, *entities.shape]``."""
+    def forward(self, entities: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
+        rows, members, size = entities.shape
         x = _layer_norm(entities)
-        return torch.stack([x, self.query(x), self.key(x), self.value(x)])
-
-    def attend(self, projected: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
-        """The pooled encoding of each row of ``projected`` (``[4, rows, members, size]``, as
-        ``project`` gives it)."""
-        x, query, key, value = projected
-        rows, members, size = x.shape
 
         def split(t: torch.Tensor) -> torch.Tensor:
             return t.reshape(rows, members, self.heads, size // self.heads).transpose(1, 2)
 
         keep = present[:, None, None, :]  # the same key mask for every head and query
         attended = functional.scaled_dot_product_attention(
-            split(query), split(key), split(value), attn_mask=keep
+            split(self.query(x)), split(self.key(x)), split(self.value(x)), attn_mask=keep
         )
         attended = attended.transpose(1, 2).reshape(rows, members, size)
         x = _layer_norm(self.out(attended) + x)
         weight = present.to(x.dtype).unsqueeze(-1)
         return (x * weight).sum(dim=1) / weight.sum(dim=1).clamp_min(1e-7)
-
-    def forward(self, entities: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
-        return self.attend(self.project(entities), present)
 
 
 class GroupCritic(nn.Module):
@@ -130,19 +115,7 @@ class GroupCritic(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """One estimate per row and, with memory, each sequence's memory after its last real
         step (``MemoryCore.forward``; ``memory`` must then be given)."""
-        return self._estimate(
-            self.attention(entities, present), present, memory, sequence_length, lengths
-        )
-
-    def _estimate(
-        self,
-        pooled: torch.Tensor,
-        present: torch.Tensor,
-        memory: torch.Tensor | None = None,
-        sequence_length: int = 1,
-        lengths: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``_pool`` after the attention block: the rows' pooled encodings to estimates."""
+        pooled = self.attention(entities, present)
         count = present.sum(dim=1, keepdim=True).to(pooled.dtype)
         self.max_members.fill_(max(float(self.max_members), float(count.max())))
         scaled = count * 2.0 / self.max_members - 1.0
@@ -189,17 +162,16 @@ class GroupCritic(nn.Module):
         encoded once and each group's value computed once. Returns one value per group and one
         baseline per minibatch row."""
         encoded = self.encoder(obs)
-        # each distinct entity is projected once: a row of a group of n shares its n plain
-        # entities with the group's value and its mates' baselines
-        plain = self.attention.project(self.embed_obs(encoded))
-        acted = self.attention.project(self.embed_obs_action(torch.cat([encoded, actions], dim=1)))
-        own = plain[:, batch.baseline_members[:, :1]]
-        mates = acted[:, batch.baseline_members[:, 1:]]
-        value_entities = plain[:, batch.value_members]
-        present = torch.cat([batch.value_present, batch.baseline_present])
-        projected = torch.cat([value_entities, torch.cat([own, mates], dim=2)], dim=1)
-        both, _ = self._estimate(self.attention.attend(projected, present), present)
-        groups = value_entities.shape[1]
+        plain = self.embed_obs(encoded)
+        acted = self.embed_obs_action(torch.cat([encoded, actions], dim=1))
+        own = plain[batch.baseline_members[:, :1]]
+        mates = acted[batch.baseline_members[:, 1:]]
+        value_entities = plain[batch.value_members]
+        both, _ = self._pool(
+            torch.cat([value_entities, torch.cat([own, mates], dim=1)]),
+            torch.cat([batch.value_present, batch.baseline_present]),
+        )
+        groups = len(value_entities)
         return both[:groups], both[groups:]
 
     # -- with memory: rows are sequences of ``sequence_length`` steps, one after the other -----
