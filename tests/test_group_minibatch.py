@@ -46,7 +46,9 @@ def test_grouped_values_and_baselines_equal_the_row_by_row_ones():
     rows = np.array([0, 1, 3, 4, 6, 2, 11, 12])
     batch = index.minibatch(rows)
     assert len(batch.rows) == 10  # row 5 is encoded as rows 3 and 4's mate; 7 as row 6's
-    values, baselines = critic.grouped_value_and_baseline([obs[batch.rows]], actions[batch.rows], batch)
+    values, baselines = critic.grouped_value_and_baseline(
+        [obs[batch.rows]], actions[batch.rows], batch
+    )
     assert len(values) == 5  # one per group step: {0,1}, {2}, {3,4,5}, {6,7}, {11,12}
     safe = np.maximum(members[rows], 0)
     expected_value, expected_baseline = critic.value_and_baseline(

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from ghost.evaluation.run_evaluation import RunEvaluation, SnapshotEvaluation
 from ghost.evaluation.cli_format import format_both_seats
-from ghost.play.seated_matches import BothSeats, SeatResult
+from ghost.evaluation.run_evaluation import RunEvaluation, SnapshotEvaluation
 from ghost.exceptions import ConfigError, RunDirectoryError
 from ghost.play.head_to_head import EvaluationResult
 from ghost.play.run_record import RunRecord
+from ghost.play.seated_matches import BothSeats, SeatResult
 
 
 def write_run(root: Path, configuration: str) -> Path:
