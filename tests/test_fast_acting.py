@@ -61,6 +61,9 @@ CASES = {
     ),
 }
 MEMORY_CASES = [name for name in CASES if "memory" in name]
+DISCRETE_CASES = [
+    name for name, (spec, _, _) in CASES.items() if spec.action_spec.discrete_branches
+]
 
 
 def make(spec: BehaviorSpec, settings: dict, kinds: dict) -> TorchPolicy:
@@ -122,6 +125,12 @@ def pair(request, monkeypatch):
 @pytest.fixture(params=MEMORY_CASES)
 def memory_pair(request, monkeypatch):
     """``pair`` for the actors with memory."""
+    return pair_for(request.param, monkeypatch)
+
+
+@pytest.fixture(params=DISCRETE_CASES)
+def discrete_pair(request, monkeypatch):
+    """``pair`` for the actors with discrete branches."""
     return pair_for(request.param, monkeypatch)
 
 
@@ -198,10 +207,8 @@ def test_numpy_acting_draws_what_torch_draws(pair):
         assert_same_draws(spec, fast, slow, seed)
 
 
-def test_masked_actions_are_never_drawn(pair):
-    spec, fast, _ = pair
-    if not spec.action_spec.discrete_branches:
-        pytest.skip("no discrete branches")
+def test_masked_actions_are_never_drawn(discrete_pair):
+    spec, fast, _ = discrete_pair
     obs, mask = observations(spec, 128, 5), masks(spec, 128, 5)
     for _ in range(5):
         chosen = fast.sample(obs, mask, ids(fast, 128)).actions.discrete

@@ -228,12 +228,6 @@ class NumpyActor:
         dist = NumpyDistribution(mean=mean, log_std=log_std, logits=logits, squash=self.squash)
         return dist, after
 
-    def distribution(
-        self, obs: list[np.ndarray], action_mask: list[np.ndarray] | None = None
-    ) -> NumpyDistribution:
-        """The action distribution of each row of ``obs`` (from zero memories, with memory)."""
-        return self.decide(obs, action_mask)[0]
-
 
 class NumpyDistribution:
     """``ActionDistribution`` in numpy: the same draws, log-probabilities and env actions."""
