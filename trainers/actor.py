@@ -18,6 +18,7 @@ from torch import nn
 
 from trainers.memory import MemoryCore
 from trainers.networks import ObservationEncoder, linear_layer, mlp
+from trainers.sequences import SequenceGrid
 from trainers.settings import NetworkSettings
 
 #: log of the standard normal density's normalizer, sqrt(2 pi)
@@ -157,6 +158,7 @@ class Actor(nn.Module):
         action_mask: torch.Tensor | None = None,
         memory: torch.Tensor | None = None,
         sequence_length: int = 1,
+        grid: SequenceGrid | None = None,
     ) -> dict[str, torch.Tensor]:
         """The network's raw outputs: ``mean`` and ``log_std`` (continuous actions), ``logits``
         (all discrete branches side by side, masked). Plain tensors, so many actors can be mapped
@@ -164,11 +166,15 @@ class Actor(nn.Module):
 
         With memory: ``memory`` ``[sequences, memory_size]`` (zeros when None) starts sequences of
         ``sequence_length`` consecutive rows of ``obs``; ``memory`` is then also among the outputs,
-        each sequence's memory after its last row.
+        each sequence's memory after its last row. With a ``grid`` instead, ``obs`` are only the
+        real steps of its sequences (``MemoryCore.over_grid``), and no memory is returned.
         """
         hidden = self.body(self.encoder(obs))
         heads: dict[str, torch.Tensor] = {}
-        if self.memory is not None:
+        if self.memory is not None and grid is not None:
+            assert memory is not None, "a grid's sequences start from their stored memories"
+            hidden = self.memory.over_grid(hidden, memory, grid)
+        elif self.memory is not None:
             if memory is None:
                 rows = hidden.shape[0] // sequence_length
                 memory = hidden.new_zeros(rows, self.memory_size)

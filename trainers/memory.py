@@ -16,6 +16,8 @@ from mlagents_envs.base_env import ActionTuple, DecisionSteps, TerminalSteps
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from trainers.sequences import SequenceGrid
+
 
 class MemoryCore(nn.Module):
     """An LSTM over features, ``memory_size // 2`` wide, fed and read in the packed layout."""
@@ -59,6 +61,17 @@ class MemoryCore(nn.Module):
                 packed_output, batch_first=True, total_length=sequence_length
             )
         return output.reshape(batch * sequence_length, half), torch.cat([hidden[0], cell[0]], 1)
+
+    def over_grid(
+        self, features: torch.Tensor, memory: torch.Tensor, grid: SequenceGrid
+    ) -> torch.Tensor:
+        """Features of a minibatch's real steps only (``grid.rows``' order) and each sequence's
+        starting memory → one output row per real step. The steps are laid in ``grid``'s
+        ``[sequences, steps]`` grid, zeros at the padding, for one full LSTM call."""
+        positions = torch.as_tensor(grid.positions, device=features.device)
+        laid = features.new_zeros(grid.sequences * grid.steps, features.shape[-1])
+        output, _ = self.forward(laid.index_copy(0, positions, features), memory, grid.steps)
+        return output[positions]
 
 
 def masked_mean(values: torch.Tensor, valid: torch.Tensor | None) -> torch.Tensor:

@@ -15,6 +15,7 @@ from torch import nn
 from trainers.exceptions import UnsupportedFeatureError
 from trainers.memory import MemoryCore
 from trainers.normalizer import RunningNormalizer
+from trainers.sequences import SequenceGrid
 from trainers.settings import SUPPORTED_ENCODERS, ConditioningType, EncoderType, NetworkSettings
 
 #: smallest image side each encoder accepts (its kernels and strides need it)
@@ -221,3 +222,12 @@ class ValueNetwork(nn.Module):
         assert self.memory is not None
         hidden, memory = self.memory(self.body(self.encoder(obs)), memory, sequence_length, lengths)
         return self.head(hidden).squeeze(-1), memory
+
+    def over_grid(
+        self, obs: list[torch.Tensor], memory: torch.Tensor, grid: SequenceGrid
+    ) -> torch.Tensor:
+        """Values of the real steps of ``grid``'s sequences (``obs`` holds only those steps),
+        each sequence started from its row of ``memory`` (``MemoryCore.over_grid``)."""
+        assert self.memory is not None
+        hidden = self.memory.over_grid(self.body(self.encoder(obs)), memory, grid)
+        return self.head(hidden).squeeze(-1)

@@ -279,19 +279,14 @@ class PPOTrainer(RLTrainer):
             self.stats.add(f"Policy/{title} Value Estimate", float(values.mean()))
             estimates.append((critic, values_pass.start_memories, self._tensor(values),
                               self._tensor(signal_advantages + values)))  # fmt: skip
-        gather = torch.as_tensor(sequences.gather_rows(), device=self.device)
-        valid = torch.as_tensor(sequences.valid, device=self.device)
-        length = sequences.sequence_length
 
         def value_loss(chosen: torch.Tensor, epsilon: float) -> dict[str, torch.Tensor]:
-            rows = gather.view(len(sequences), length)[chosen].reshape(-1)
-            real = valid[chosen].reshape(-1)
+            grid = sequences.grid(chosen.cpu().numpy())
+            rows = self._tensor(grid.rows)
             losses = []
             for critic, start_memories, old, target in estimates:
-                estimate, _ = critic.recurrent(
-                    [o[rows] for o in obs], start_memories[chosen], length
-                )
-                losses.append(clipped_value_loss(estimate, old[rows], target[rows], epsilon, real))
+                estimate = critic.over_grid([o[rows] for o in obs], start_memories[chosen], grid)
+                losses.append(clipped_value_loss(estimate, old[rows], target[rows], epsilon))
             return {"Losses/Value Loss": torch.stack(losses).mean()}
 
         self._optimize(
@@ -415,16 +410,14 @@ class PPOTrainer(RLTrainer):
         """The clipped surrogate loss, the mean entropy and the magnet's pull (None without a
         magnet) on the minibatch ``rows`` (sequences, with memory)."""
         assert self.policy is not None
-        valid = None
         if rollout.sequences is not None:
             assert rollout.start_memories is not None
+            grid = rollout.sequences.grid(rows.cpu().numpy())
             start_memories = rollout.start_memories[rows]
-            chosen = rollout.sequences.rows[rows.cpu().numpy()]
-            valid = self._tensor(chosen >= 0).reshape(-1)
-            rows = self._tensor(np.where(chosen >= 0, chosen, 0).reshape(-1))
+            rows = self._tensor(grid.rows)  # the real steps: padding never enters the losses
             obs = [o[rows] for o in rollout.obs]
             masks = None if rollout.masks is None else rollout.masks[rows]
-            heads = self.policy.actor.head_outputs(obs, masks, start_memories, chosen.shape[1])
+            heads = self.policy.actor.head_outputs(obs, masks, start_memories, grid=grid)
             dist = self.policy.actor.distribution(heads)
         else:
             obs = [o[rows] for o in rollout.obs]
@@ -437,11 +430,10 @@ class PPOTrainer(RLTrainer):
         # one ratio per action component, each clipped on its own (ML-Agents' PPO)
         ratio = torch.exp(log_probs - rollout.old_log_probs[rows])
         advantage = rollout.advantages[rows].unsqueeze(1)
-        policy_loss = -masked_mean(
-            torch.min(ratio * advantage, torch.clamp(ratio, 1 - epsilon, 1 + epsilon) * advantage),
-            valid,
-        )
-        entropy = masked_mean(dist.bonus_entropy(), valid)
+        policy_loss = -torch.min(
+            ratio * advantage, torch.clamp(ratio, 1 - epsilon, 1 + epsilon) * advantage
+        ).mean()
+        entropy = dist.bonus_entropy().mean()
         pull = None if self.magnet is None else self.magnet.divergence(dist, obs, masks)
         return policy_loss, entropy, pull
 
