@@ -11,6 +11,7 @@ from mlagents_envs.base_env import ActionSpec
 
 from envs.specs import vector_observation_spec
 from trainers.actor import Actor
+from trainers.group_critic import GroupCritic
 from trainers.memory import masked_mean
 from trainers.networks import ValueNetwork
 from trainers.sequences import cut_sequences
@@ -51,12 +52,12 @@ def test_a_grid_holds_only_real_steps_and_runs_as_long_as_its_longest_sequence()
 
 
 def _padded_and_grid(network, run_padded, run_grid, lengths: list[int], chosen: list[int]):
-    """``network``'s outputs at the real steps of the sequences ``chosen`` and the gradients of a
-    loss on them, through the full padded sequences and through the grid."""
+    """``network``'s outputs at the real steps of the sequences ``chosen`` of a buffer of
+    trajectories ``lengths`` long, and the gradients of a loss on them: through the full padded
+    sequences (``run_padded(rows, memory, length)``, padding pointing at row 0) and through the
+    grid (``run_grid(rows, memory, grid)``). ``rows`` are buffer rows."""
     torch.manual_seed(1)
     next_index, slots = _rollout(lengths)
-    obs = [torch.randn(len(next_index), 5) * 3]
-    network.encoder.update_normalizer(obs)
     sequences = cut_sequences(next_index, slots, 6)
     memories = torch.randn(len(sequences), 8)
     weights = torch.randn(len(next_index))
@@ -68,13 +69,13 @@ def _padded_and_grid(network, run_padded, run_grid, lengths: list[int], chosen: 
             layout = sequences.rows[chosen]
             valid = torch.as_tensor(layout >= 0).reshape(-1)
             rows = torch.as_tensor(np.where(layout >= 0, layout, 0).reshape(-1))
-            out = run_padded([o[rows] for o in obs], memories[chosen], 6)
+            out = run_padded(rows, memories[chosen], 6)
             loss = masked_mean(out * weights[rows], valid)
             out = out[valid]
         else:
             grid = sequences.grid(chosen)
             rows = torch.as_tensor(grid.rows)
-            out = run_grid([o[rows] for o in obs], memories[chosen], grid)
+            out = run_grid(rows, memories[chosen], grid)
             loss = (out * weights[rows]).mean()
         loss.backward()
         grads = [p.grad.clone() for p in network.parameters() if p.grad is not None]
@@ -82,22 +83,7 @@ def _padded_and_grid(network, run_padded, run_grid, lengths: list[int], chosen: 
     return results
 
 
-@pytest.mark.parametrize("chosen", [[0, 2, 4], [1, 3], [5, 0, 1, 2]])
-def test_the_actor_learns_on_a_grid_exactly_what_it_learns_on_padded_sequences(chosen):
-    torch.manual_seed(0)
-    actor = Actor(obs_specs=OBS_SPECS, action_spec=ActionSpec.create_continuous(2),
-                  settings=SETTINGS)  # fmt: skip
-
-    def mean_of(heads):
-        return heads["mean"].sum(dim=1)
-
-    padded, grid = _padded_and_grid(
-        actor,
-        lambda obs, memory, length: mean_of(actor.head_outputs(obs, None, memory, length)),
-        lambda obs, memory, g: mean_of(actor.head_outputs(obs, None, memory, grid=g)),
-        [2, 9, 4, 1, 7],
-        chosen,
-    )
+def _assert_same(padded, grid) -> None:
     torch.testing.assert_close(grid[0], padded[0])
     torch.testing.assert_close(grid[1], padded[1])
     assert len(grid[2]) == len(padded[2]) > 0
@@ -105,16 +91,71 @@ def test_the_actor_learns_on_a_grid_exactly_what_it_learns_on_padded_sequences(c
         torch.testing.assert_close(mine, full)
 
 
+@pytest.mark.parametrize("chosen", [[0, 2, 4], [1, 3], [5, 0, 1, 2]])
+def test_the_actor_learns_on_a_grid_exactly_what_it_learns_on_padded_sequences(chosen):
+    torch.manual_seed(0)
+    actor = Actor(obs_specs=OBS_SPECS, action_spec=ActionSpec.create_continuous(2),
+                  settings=SETTINGS)  # fmt: skip
+    lengths = [2, 9, 4, 1, 7]
+    obs = [torch.randn(sum(lengths), 5) * 3]
+    actor.encoder.update_normalizer(obs)
+
+    def mean_of(rows, memory, length=1, grid=None):
+        heads = actor.head_outputs([obs[0][rows]], None, memory, length, grid=grid)
+        return heads["mean"].sum(dim=1)
+
+    padded, grid = _padded_and_grid(
+        actor, mean_of, lambda rows, memory, g: mean_of(rows, memory, grid=g), lengths, chosen
+    )
+    _assert_same(padded, grid)
+
+
 def test_the_critic_values_a_grid_as_it_values_padded_sequences():
     torch.manual_seed(0)
     critic = ValueNetwork(OBS_SPECS, SETTINGS)
+    lengths = [5, 3, 12, 6]
+    obs = [torch.randn(sum(lengths), 5) * 3]
+    critic.encoder.update_normalizer(obs)
     padded, grid = _padded_and_grid(
         critic,
-        lambda obs, memory, length: critic.recurrent(obs, memory, length)[0],
-        critic.over_grid,
-        [5, 3, 12, 6],
+        lambda rows, memory, length: critic.recurrent([obs[0][rows]], memory, length)[0],
+        lambda rows, memory, g: critic.over_grid([obs[0][rows]], memory, g),
+        lengths,
         [0, 1, 2, 3, 4],
     )
-    torch.testing.assert_close(grid[0], padded[0])
-    for mine, full in zip(grid[2], padded[2], strict=True):
-        torch.testing.assert_close(mine, full)
+    _assert_same(padded, grid)
+
+
+def test_stacked_grids_ask_two_questions_of_the_same_steps():
+    next_index, slots = _rollout([3, 8, 2])
+    grid = cut_sequences(next_index, slots, 6).grid(np.array([0, 3]))
+    both = grid.stacked(2)
+    assert (both.sequences, both.steps) == (4, 3)
+    assert both.rows.tolist() == [0, 1, 2, 11, 12] * 2
+    assert both.positions.tolist() == [0, 1, 2, 3, 4, 6, 7, 8, 9, 10]
+
+
+def test_the_group_critic_values_and_baselines_a_grid_as_padded_sequences():
+    torch.manual_seed(0)
+    critic = GroupCritic(OBS_SPECS, ActionSpec.create_discrete((3,)), SETTINGS)
+    lengths, members = [9, 4, 13, 2, 12], 3
+    member_obs = torch.randn(sum(lengths), members, 5)
+    present = torch.rand(sum(lengths), members) > 0.3
+    present[:, 0] = True
+    actions = torch.nn.functional.one_hot(torch.randint(0, 3, (sum(lengths), members)), 3).float()
+
+    def value_plus_baseline(rows, memory, length=1, grid=None):
+        value, baseline = critic.recurrent_value_and_baseline(
+            [member_obs[rows]], present[rows], actions[rows], memory, memory.flip(0), length,
+            grid=grid,
+        )  # fmt: skip
+        return value + 2 * baseline
+
+    padded, grid = _padded_and_grid(
+        critic,
+        value_plus_baseline,
+        lambda rows, memory, g: value_plus_baseline(rows, memory, grid=g),
+        lengths,
+        [1, 4, 0, 6],
+    )
+    _assert_same(padded, grid)

@@ -30,6 +30,7 @@ from torch.nn import functional
 from trainers.group_minibatch import GroupMinibatch
 from trainers.memory import MemoryCore
 from trainers.networks import ObservationEncoder, mlp, value_head
+from trainers.sequences import SequenceGrid
 from trainers.settings import NetworkSettings
 
 #: attention heads of the self-attention block (as ML-Agents)
@@ -112,9 +113,11 @@ class GroupCritic(nn.Module):
         memory: torch.Tensor | None = None,
         sequence_length: int = 1,
         lengths: torch.Tensor | None = None,
+        grid: SequenceGrid | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """One estimate per row and, with memory, each sequence's memory after its last real
-        step (``MemoryCore.forward``; ``memory`` must then be given)."""
+        step (``MemoryCore.forward``; ``memory`` must then be given). With a ``grid`` the rows
+        are only its real steps (``MemoryCore.over_grid``) and no memory is returned."""
         pooled = self.attention(entities, present)
         count = present.sum(dim=1, keepdim=True).to(pooled.dtype)
         self.max_members.fill_(max(float(self.max_members), float(count.max())))
@@ -123,7 +126,10 @@ class GroupCritic(nn.Module):
         if self.memory is not None:
             if memory is None:
                 raise TypeError("a group critic with memory is called through recurrent_*(...)")
-            hidden, after = self.memory(hidden, memory, sequence_length, lengths)
+            if grid is not None:
+                hidden = self.memory.over_grid(hidden, memory, grid)
+            else:
+                hidden, after = self.memory(hidden, memory, sequence_length, lengths)
         return self.head(torch.cat([hidden, scaled], dim=1)).squeeze(-1), after
 
     def value(self, obs: list[torch.Tensor], present: torch.Tensor) -> torch.Tensor:
@@ -213,9 +219,11 @@ class GroupCritic(nn.Module):
         value_memory: torch.Tensor | None,
         baseline_memory: torch.Tensor | None,
         sequence_length: int = 1,
+        grid: SequenceGrid | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``value_and_baseline`` along sequences, the value's started from ``value_memory`` and
-        the baseline's from ``baseline_memory`` (both None without memory)."""
+        the baseline's from ``baseline_memory`` (both None without memory); with a ``grid``,
+        of its real steps only (``MemoryCore.over_grid``)."""
         encoded = self._encode_members(obs)
         plain = self.embed_obs(encoded)
         baseline_entities = self._baseline_entities(encoded, plain[:, :1], actions)
@@ -227,5 +235,6 @@ class GroupCritic(nn.Module):
             torch.cat([present, present]),
             memory,
             sequence_length,
+            grid=None if grid is None else grid.stacked(2),
         )
         return both[: len(plain)], both[len(plain) :]

@@ -384,23 +384,23 @@ class POCATrainer(PPOTrainer):
             estimates.append((critic, value_pass.start_memories,
                               baseline_pass.start_memories, self._tensor(values),
                               self._tensor(baselines), self._tensor(returns)))  # fmt: skip
-        length = sequences.sequence_length
-        gather = self._tensor(sequences.gather_rows()).view(len(sequences), length)
-        valid = self._tensor(sequences.valid)
 
         def critic_loss(chosen: torch.Tensor, epsilon: float) -> dict[str, torch.Tensor]:
-            rows, real = gather[chosen].reshape(-1), valid[chosen].reshape(-1)
+            grid = sequences.grid(chosen.cpu().numpy())
+            rows = self._tensor(grid.rows)  # the real steps only
             value_losses, baseline_losses = [], []
             for critic, value_start, baseline_start, old_values, old_baselines, target in estimates:
                 estimate, estimate_baseline = critic.recurrent_value_and_baseline(
-                    *inputs.rows(rows), value_start[chosen], baseline_start[chosen], length
+                    *inputs.rows(rows), value_start[chosen], baseline_start[chosen], grid=grid
                 )
-                value_losses.append(clipped_value_loss(
-                    estimate, old_values[rows], target[rows], epsilon, real
-                ))  # fmt: skip
-                baseline_losses.append(clipped_value_loss(
-                    estimate_baseline, old_baselines[rows], target[rows], epsilon, real
-                ))  # fmt: skip
+                value_losses.append(
+                    clipped_value_loss(estimate, old_values[rows], target[rows], epsilon)
+                )
+                baseline_losses.append(
+                    clipped_value_loss(
+                        estimate_baseline, old_baselines[rows], target[rows], epsilon
+                    )
+                )
             return _critic_losses(value_losses, baseline_losses)
 
         self._optimize(

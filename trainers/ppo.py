@@ -9,7 +9,8 @@ when their schedule is ``linear``.
 
 With ``network_settings.memory`` the values come from a pass of the critic's LSTM along each
 agent's trajectories (``trainers.ppo_sequences``) and a minibatch is whole sequences of
-``sequence_length`` steps (``trainers.sequences``), padding masked out of every loss.
+``sequence_length`` steps (``trainers.sequences``), trimmed to its longest real run, the layers
+around the LSTM and every loss seeing only the real steps (``Sequences.grid``).
 
 With ``behavioral_cloning`` the policy takes a cloning update after the epochs
 (``trainers.behavioral_cloning``); POCA's update ends the same way.
@@ -30,7 +31,6 @@ from trainers.gae import compute_gae
 from trainers.hyperparameters import SHARED_CRITIC_UNSUPPORTED, PPOSettings
 from trainers.intrinsic_rewards import IntrinsicSignal
 from trainers.magnet import Magnet
-from trainers.memory import masked_mean
 from trainers.networks import ValueNetwork
 from trainers.policy import TorchPolicy, to_tensors
 from trainers.ppo_sequences import CriticMemories, critic_pass
@@ -46,16 +46,12 @@ CriticLoss = Callable[[torch.Tensor, float], dict[str, torch.Tensor]]
 
 
 def clipped_value_loss(
-    estimate: torch.Tensor,
-    old: torch.Tensor,
-    target: torch.Tensor,
-    epsilon: float,
-    valid: torch.Tensor | None = None,
+    estimate: torch.Tensor, old: torch.Tensor, target: torch.Tensor, epsilon: float
 ) -> torch.Tensor:
-    """PPO's value loss: the larger squared error of the new estimate and of the estimate clipped
-    to within ``epsilon`` of the ``old`` one (averaged over the ``valid`` rows when given)."""
+    """PPO's value loss: the mean of the larger squared error of the new estimate and of the
+    estimate clipped to within ``epsilon`` of the ``old`` one."""
     clipped = old + torch.clamp(estimate - old, -epsilon, epsilon)
-    return masked_mean(torch.max((target - estimate) ** 2, (target - clipped) ** 2), valid)
+    return torch.max((target - estimate) ** 2, (target - clipped) ** 2).mean()
 
 
 class _Rollout(NamedTuple):

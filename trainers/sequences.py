@@ -81,6 +81,17 @@ class SequenceGrid:
     #: the longest sequence's real steps: how many steps the memory runs
     steps: int
 
+    def stacked(self, copies: int) -> SequenceGrid:
+        """The grid of ``copies`` minibatches like this one, one after the other (two questions
+        asked of the same steps in one pass, as POCA's value and baseline are)."""
+        cells = self.sequences * self.steps
+        return SequenceGrid(
+            rows=np.tile(self.rows, copies),
+            positions=np.concatenate([self.positions + k * cells for k in range(copies)]),
+            sequences=self.sequences * copies,
+            steps=self.steps,
+        )
+
 
 def chain_positions(next_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each row's trajectory (the row it starts at) and its step in it, by pointer jumping:
