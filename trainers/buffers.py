@@ -14,11 +14,15 @@ class RolloutBuffer:
     """Transitions in arrival order, each linked to the same agent's next one (``next_index``).
 
     Chunks are ``Transitions`` or anything shaped like them (``slots``, ``continues``, ``len`` and a
-    ``concatenate`` static method), such as ``trainers.group_rollout.GroupTransitions``.
+    ``concatenate`` static method), such as ``trainers.group_rollout.GroupTransitions``. A
+    checkpoint holds them as one batch with each chunk's bounds: a handful of arrays however many
+    steps the buffer holds, so writing one costs the bytes, not an object per step.
     """
 
     def __init__(self) -> None:
         self._chunks: list[Any] = []
+        #: rows of each chunk added (a loaded buffer's first chunk holds several)
+        self._bounds: list[tuple[int, int]] = []
         self._size = 0
         self._last_row_of_slot = np.full(64, -1, dtype=np.int64)
         self._links: list[tuple[np.ndarray, np.ndarray]] = []
@@ -38,19 +42,17 @@ class RolloutBuffer:
         self._links.append((previous[linked], rows[linked]))
         self._last_row_of_slot[slots] = np.where(transitions.continues, rows, -1)
         self._chunks.append(transitions)
+        self._bounds.append((self._size, self._size + len(transitions)))
         self._size += len(transitions)
 
     def contents(self) -> tuple[Any, np.ndarray, list[tuple[int, int]]]:
-        """All transitions as one batch, their ``next_index`` and the chunk bounds."""
+        """All transitions as one batch, their ``next_index`` and the bounds of the chunks they
+        were added in (``trainers.gae`` walks them backwards)."""
         data = type(self._chunks[0]).concatenate(self._chunks)
         next_index = np.full(self._size, -1, dtype=np.int64)
         for source, target in self._links:
             next_index[source] = target
-        bounds, start = [], 0
-        for chunk in self._chunks:
-            bounds.append((start, start + len(chunk)))
-            start += len(chunk)
-        return data, next_index, bounds
+        return data, next_index, list(self._bounds)
 
     def cut_links(self, slots: np.ndarray | None = None) -> None:
         """No transition added from now on continues one already stored (environments reset);
@@ -63,21 +65,38 @@ class RolloutBuffer:
 
     def clear(self) -> None:
         self._chunks.clear()
+        self._bounds.clear()
         self._links.clear()
         self._size = 0
         self.cut_links()
 
     def state_dict(self) -> dict[str, object]:
+        """The buffer as a checkpoint keeps it: one batch, its chunks' bounds, and the links
+        as two arrays."""
+        empty = np.zeros(0, dtype=np.int64)
+        sources = [source for source, _ in self._links]
+        targets = [target for _, target in self._links]
         return {
-            "chunks": list(self._chunks),
-            "links": list(self._links),
+            "data": type(self._chunks[0]).concatenate(self._chunks) if self._chunks else None,
+            "bounds": np.asarray(self._bounds, dtype=np.int64).reshape(-1, 2),
+            "links": (np.concatenate([empty, *sources]), np.concatenate([empty, *targets])),
             "size": self._size,
             "last_row_of_slot": self._last_row_of_slot.copy(),
         }
 
     def load_state_dict(self, state: dict) -> None:
-        self._chunks = list(state["chunks"])
-        self._links = list(state["links"])
+        """Continue from ``state_dict``'s form, or from the older one that listed every chunk."""
+        if "chunks" in state:  # written before checkpoints held the buffer as one batch
+            self._chunks = list(state["chunks"])
+            self._links = list(state["links"])
+            self._bounds, start = [], 0
+            for chunk in self._chunks:
+                self._bounds.append((start, start + len(chunk)))
+                start += len(chunk)
+        else:
+            self._chunks = [] if state["data"] is None else [state["data"]]
+            self._links = [tuple(np.asarray(part, dtype=np.int64) for part in state["links"])]
+            self._bounds = [(int(start), int(end)) for start, end in state["bounds"]]
         self._size = int(state["size"])
         self._last_row_of_slot = np.asarray(state["last_row_of_slot"])
 
