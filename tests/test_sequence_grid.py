@@ -14,6 +14,7 @@ from trainers.actor import Actor
 from trainers.group_critic import GroupCritic
 from trainers.memory import masked_mean
 from trainers.networks import ValueNetwork
+from trainers.sequence_grid import SequenceGrid
 from trainers.sequences import cut_sequences
 from trainers.settings import MemorySettings, NetworkSettings
 
@@ -49,6 +50,28 @@ def test_a_grid_holds_only_real_steps_and_runs_as_long_as_its_longest_sequence()
     assert (grid.sequences, grid.steps) == (2, 6)
     assert grid.rows.tolist() == [11, 12, 3, 4, 5, 6, 7, 8]
     assert grid.positions.tolist() == [0, 1, 6, 7, 8, 9, 10, 11]
+
+
+def test_sequences_that_differ_much_in_length_run_as_two_parts_each_as_long_as_it_needs():
+    lengths = [6, 1, 2, 6, 3, 1, 5, 2]
+    layout = np.full((len(lengths), 6), -1)
+    row = 0
+    for sequence, length in enumerate(lengths):
+        layout[sequence, :length] = np.arange(row, row + length)
+        row += length
+    grid = SequenceGrid.of(layout)
+    assert grid.lengths.tolist() == lengths
+    longer, shorter = grid.parts()
+    assert sorted(longer.sequences.tolist()) == [0, 3, 4, 6]
+    assert (longer.steps, shorter.steps) == (6, 2)
+    taken = np.concatenate([longer.steps_taken, shorter.steps_taken])
+    assert sorted(taken.tolist()) == list(range(len(grid.rows)))
+    # the shorter half's grid holds sequences 2, 7, 1, 5 (longest first) of 2 steps each; its
+    # steps are taken in the whole grid's order: sequence 1's, 2's (two), 5's, 7's (two)
+    assert shorter.sequences.tolist() == [2, 7, 1, 5]
+    assert shorter.positions.tolist() == [4, 0, 1, 6, 2, 3]
+    # close lengths: one call
+    assert len(SequenceGrid.of(layout[[0, 3, 4, 6]]).parts()) == 1
 
 
 def _padded_and_grid(network, run_padded, run_grid, lengths: list[int], chosen: list[int]):
@@ -91,12 +114,15 @@ def _assert_same(padded, grid) -> None:
         torch.testing.assert_close(mine, full)
 
 
-@pytest.mark.parametrize("chosen", [[0, 2, 4], [1, 3], [5, 0, 1, 2]])
+LENGTHS = [2, 9, 4, 1, 7, 1, 13, 2, 3, 6, 1, 2]
+
+
+@pytest.mark.parametrize("chosen", [[0, 2, 4], [1, 3], [5, 0, 1, 2], list(range(16))])
 def test_the_actor_learns_on_a_grid_exactly_what_it_learns_on_padded_sequences(chosen):
     torch.manual_seed(0)
     actor = Actor(obs_specs=OBS_SPECS, action_spec=ActionSpec.create_continuous(2),
                   settings=SETTINGS)  # fmt: skip
-    lengths = [2, 9, 4, 1, 7]
+    lengths = LENGTHS
     obs = [torch.randn(sum(lengths), 5) * 3]
     actor.encoder.update_normalizer(obs)
 
@@ -138,7 +164,7 @@ def test_stacked_grids_ask_two_questions_of_the_same_steps():
 def test_the_group_critic_values_and_baselines_a_grid_as_padded_sequences():
     torch.manual_seed(0)
     critic = GroupCritic(OBS_SPECS, ActionSpec.create_discrete((3,)), SETTINGS)
-    lengths, members = [9, 4, 13, 2, 12], 3
+    lengths, members = LENGTHS, 3
     member_obs = torch.randn(sum(lengths), members, 5)
     present = torch.rand(sum(lengths), members) > 0.3
     present[:, 0] = True
@@ -156,6 +182,6 @@ def test_the_group_critic_values_and_baselines_a_grid_as_padded_sequences():
         value_plus_baseline,
         lambda rows, memory, g: value_plus_baseline(rows, memory, grid=g),
         lengths,
-        [1, 4, 0, 6],
+        list(range(16)),
     )
     _assert_same(padded, grid)

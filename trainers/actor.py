@@ -18,7 +18,7 @@ from torch import nn
 
 from trainers.memory import MemoryCore
 from trainers.networks import ObservationEncoder, linear_layer, mlp
-from trainers.sequences import SequenceGrid
+from trainers.sequence_grid import SequenceGrid
 from trainers.settings import NetworkSettings
 
 #: log of the standard normal density's normalizer, sqrt(2 pi)

@@ -30,7 +30,7 @@ from torch.nn import functional
 from trainers.group_minibatch import GroupMinibatch
 from trainers.memory import MemoryCore
 from trainers.networks import ObservationEncoder, mlp, value_head
-from trainers.sequences import SequenceGrid
+from trainers.sequence_grid import SequenceGrid
 from trainers.settings import NetworkSettings
 
 #: attention heads of the self-attention block (as ML-Agents)

@@ -16,7 +16,7 @@ from mlagents_envs.base_env import ActionTuple, DecisionSteps, TerminalSteps
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from trainers.sequences import SequenceGrid
+from trainers.sequence_grid import SequenceGrid
 
 
 class MemoryCore(nn.Module):
@@ -66,12 +66,36 @@ class MemoryCore(nn.Module):
         self, features: torch.Tensor, memory: torch.Tensor, grid: SequenceGrid
     ) -> torch.Tensor:
         """Features of a minibatch's real steps only (``grid.rows``' order) and each sequence's
-        starting memory → one output row per real step. The steps are laid in ``grid``'s
-        ``[sequences, steps]`` grid, zeros at the padding, for one full LSTM call."""
-        positions = torch.as_tensor(grid.positions, device=features.device)
-        laid = features.new_zeros(grid.sequences * grid.steps, features.shape[-1])
-        output, _ = self.forward(laid.index_copy(0, positions, features), memory, grid.steps)
-        return output[positions]
+        starting memory → one output row per real step. Each of ``grid.parts()`` is one LSTM
+        call over its ``[sequences, steps]`` grid, zeros at the padding."""
+        parts = grid.parts()
+        if len(parts) == 1:
+            return self._over_part(features, memory, parts[0].positions, grid.sequences,
+                                   grid.steps)  # fmt: skip
+        device = features.device
+        outputs = []
+        for part in parts:
+            taken = torch.as_tensor(part.steps_taken, device=device)
+            chosen = torch.as_tensor(part.sequences, device=device)
+            outputs.append(self._over_part(features[taken], memory[chosen], part.positions,
+                                           len(part.sequences), part.steps))  # fmt: skip
+        order = torch.as_tensor(np.concatenate([part.steps_taken for part in parts]), device=device)
+        joined = torch.cat(outputs)
+        return joined.new_zeros(joined.shape).index_copy(0, order, joined)
+
+    def _over_part(
+        self,
+        features: torch.Tensor,
+        memory: torch.Tensor,
+        positions: np.ndarray,
+        sequences: int,
+        steps: int,
+    ) -> torch.Tensor:
+        """One LSTM call over ``sequences`` × ``steps``, ``features`` laid at ``positions``."""
+        where = torch.as_tensor(positions, device=features.device)
+        laid = features.new_zeros(sequences * steps, features.shape[-1])
+        output, _ = self.forward(laid.index_copy(0, where, features), memory, steps)
+        return output[where]
 
 
 def masked_mean(values: torch.Tensor, valid: torch.Tensor | None) -> torch.Tensor:

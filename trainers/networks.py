@@ -15,7 +15,7 @@ from torch import nn
 from trainers.exceptions import UnsupportedFeatureError
 from trainers.memory import MemoryCore
 from trainers.normalizer import RunningNormalizer
-from trainers.sequences import SequenceGrid
+from trainers.sequence_grid import SequenceGrid
 from trainers.settings import SUPPORTED_ENCODERS, ConditioningType, EncoderType, NetworkSettings
 
 #: smallest image side each encoder accepts (its kernels and strides need it)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from trainers.sequence_grid import SequenceGrid
+
 
 @attrs.frozen
 class Sequences:
@@ -52,45 +54,12 @@ class Sequences:
 
     def grid(self, chosen: np.ndarray) -> SequenceGrid:
         """The minibatch of sequences ``chosen`` (indices), trimmed to its longest real run."""
-        rows = self.rows[chosen]
-        steps = int((rows >= 0).sum(axis=1).max()) if len(rows) else 0
-        rows = rows[:, :steps].reshape(-1)
-        positions = np.flatnonzero(rows >= 0)
-        return SequenceGrid(rows=rows[positions], positions=positions, sequences=len(chosen),
-                            steps=steps)  # fmt: skip
+        return SequenceGrid.of(self.rows[chosen])
 
     def gather_rows(self) -> np.ndarray:
         """Row indices, flattened sequence by sequence, with padding pointing at row 0 (its
         values are never used: ``valid`` masks them out)."""
         return np.where(self.valid, self.rows, 0).reshape(-1)
-
-
-@attrs.frozen
-class SequenceGrid:
-    """A minibatch of sequences as a network with memory trains on it: only the real steps go
-    through the layers before and after the memory, and the memory runs over a ``[sequences,
-    steps]`` grid just long enough for the longest of them. Padding sits at each sequence's end,
-    so no real step ever reads it: the outputs at real steps are those of the full-length
-    padded run, at a fraction of its arithmetic where episodes are short."""
-
-    #: the buffer row of each real step, sequence by sequence and in order within each
-    rows: np.ndarray
-    #: where each real step sits in the flattened ``[sequences, steps]`` grid
-    positions: np.ndarray
-    sequences: int
-    #: the longest sequence's real steps: how many steps the memory runs
-    steps: int
-
-    def stacked(self, copies: int) -> SequenceGrid:
-        """The grid of ``copies`` minibatches like this one, one after the other (two questions
-        asked of the same steps in one pass, as POCA's value and baseline are)."""
-        cells = self.sequences * self.steps
-        return SequenceGrid(
-            rows=np.tile(self.rows, copies),
-            positions=np.concatenate([self.positions + k * cells for k in range(copies)]),
-            sequences=self.sequences * copies,
-            steps=self.steps,
-        )
 
 
 def chain_positions(next_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
