@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from trainers import adam as adam_module
 from trainers.adam import Adam
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,18 +30,36 @@ def train(net: torch.nn.Module, optimizer, steps: int, seed: int = 0) -> None:
             optimizer.param_groups[0]["lr"] = 1e-3
 
 
-@pytest.mark.parametrize("foreach", [None, True])
-def test_every_step_is_torchs_adam_to_the_bit(foreach):
+@pytest.fixture(params=["fused kernel", "without it"])
+def kernel(request, monkeypatch):
+    """Our Adam with torch's fused kernel, or as where torch lacks it; the keyword arguments of
+    the ``torch.optim.Adam`` that does the same arithmetic."""
+    if request.param == "without it":
+        monkeypatch.setitem(adam_module._FUSED, "works", False)
+        return {"foreach": True}
+    return {"fused": True}
+
+
+def test_every_step_is_torchs_adam_to_the_bit(kernel):
     ours, theirs = small_net(), small_net()
     train(ours, Adam(ours.parameters(), lr=3e-3), 30)
-    train(theirs, torch.optim.Adam(theirs.parameters(), lr=3e-3, foreach=foreach), 30)
+    train(theirs, torch.optim.Adam(theirs.parameters(), lr=3e-3, **kernel), 30)
     for mine, reference in zip(ours.parameters(), theirs.parameters(), strict=True):
         assert torch.equal(mine, reference)
 
 
-def test_state_moves_between_torchs_adam_and_ours():
+def test_without_the_kernel_every_step_is_torchs_default_adam(monkeypatch):
+    monkeypatch.setitem(adam_module._FUSED, "works", False)
+    ours, theirs = small_net(), small_net()
+    train(ours, Adam(ours.parameters(), lr=3e-3), 30)
+    train(theirs, torch.optim.Adam(theirs.parameters(), lr=3e-3), 30)
+    for mine, reference in zip(ours.parameters(), theirs.parameters(), strict=True):
+        assert torch.equal(mine, reference)
+
+
+def test_state_moves_between_torchs_adam_and_ours(kernel):
     reference, ours = small_net(), small_net()
-    torch_adam = torch.optim.Adam(reference.parameters(), lr=3e-3)
+    torch_adam = torch.optim.Adam(reference.parameters(), lr=3e-3, **kernel)
     train(reference, torch_adam, 12)
     ours.load_state_dict(reference.state_dict())
     our_adam = Adam(ours.parameters())
