@@ -94,3 +94,14 @@ def test_training_never_imports_torch_dynamo():
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert result.stdout.strip() == "False", result.stderr
+
+
+def test_a_step_tells_every_parameter_it_changed(kernel):
+    """Acting copies of a network (``trainers.fast_acting``) rebuild when a tensor's version
+    moves; the fused kernel alone would leave the versions as they were."""
+    net = small_net()
+    adam = Adam(net.parameters(), lr=3e-3)
+    net(torch.ones(4, 5)).sum().backward()
+    before = [p._version for p in net.parameters()]
+    adam.step()
+    assert all(p._version > v for p, v in zip(net.parameters(), before, strict=True))

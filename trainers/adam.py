@@ -130,8 +130,11 @@ class Adam:
             self._exp_avg_sq[position] = saved["exp_avg_sq"].to(param.device, param.dtype).clone()
 
 
+#: the fused kernel leaves the tensors' version counters alone, which is how acting copies of a
+#: network (``trainers.fast_acting``) see that its weights changed; this bumps them
+_increment_version = getattr(torch.autograd.graph, "increment_version", None)
 #: whether torch's fused Adam kernel runs here (CPU support came with torch 2.4)
-_FUSED = {"works": hasattr(torch, "_fused_adam_")}
+_FUSED = {"works": hasattr(torch, "_fused_adam_") and _increment_version is not None}
 
 
 def _fused_step(
@@ -157,4 +160,6 @@ def _fused_step(
     except (RuntimeError, NotImplementedError):  # an older torch without it on this device
         _FUSED["works"] = False
         return False
+    for param in params:
+        _increment_version(param)
     return True
