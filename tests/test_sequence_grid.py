@@ -61,7 +61,7 @@ def test_sequences_that_differ_much_in_length_run_as_two_parts_each_as_long_as_i
         row += length
     grid = SequenceGrid.of(layout)
     assert grid.lengths.tolist() == lengths
-    longer, shorter = grid.parts()
+    longer, shorter = grid.parts
     assert sorted(longer.sequences.tolist()) == [0, 3, 4, 6]
     assert (longer.steps, shorter.steps) == (6, 2)
     taken = np.concatenate([longer.steps_taken, shorter.steps_taken])
@@ -71,7 +71,7 @@ def test_sequences_that_differ_much_in_length_run_as_two_parts_each_as_long_as_i
     assert shorter.sequences.tolist() == [2, 7, 1, 5]
     assert shorter.positions.tolist() == [4, 0, 1, 6, 2, 3]
     # close lengths: one call
-    assert len(SequenceGrid.of(layout[[0, 3, 4, 6]]).parts()) == 1
+    assert len(SequenceGrid.of(layout[[0, 3, 4, 6]]).parts) == 1
 
 
 def _padded_and_grid(network, run_padded, run_grid, lengths: list[int], chosen: list[int]):

@@ -66,9 +66,9 @@ class MemoryCore(nn.Module):
         self, features: torch.Tensor, memory: torch.Tensor, grid: SequenceGrid
     ) -> torch.Tensor:
         """Features of a minibatch's real steps only (``grid.rows``' order) and each sequence's
-        starting memory → one output row per real step. Each of ``grid.parts()`` is one LSTM
+        starting memory → one output row per real step. Each of ``grid.parts`` is one LSTM
         call over its ``[sequences, steps]`` grid, zeros at the padding."""
-        parts = grid.parts()
+        parts = grid.parts
         if len(parts) == 1:
             return self._over_part(features, memory, parts[0].positions, grid.sequences,
                                    grid.steps)  # fmt: skip

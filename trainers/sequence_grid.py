@@ -42,6 +42,9 @@ class SequenceGrid:
     sequences: int
     #: the longest sequence's real steps: how many steps the memory runs
     steps: int
+    #: the calls the memory makes: the whole grid, or its longer and shorter halves where the
+    #: shorter half's longest sequence is at most half the grid's steps
+    parts: tuple[GridPart, ...]
 
     @staticmethod
     def of(layout: np.ndarray) -> SequenceGrid:
@@ -50,42 +53,50 @@ class SequenceGrid:
         steps = int((layout >= 0).sum(axis=1).max()) if len(layout) else 0
         flat = layout[:, :steps].reshape(-1)
         positions = np.flatnonzero(flat >= 0)
-        return SequenceGrid(rows=flat[positions], positions=positions, sequences=len(layout),
-                            steps=steps)  # fmt: skip
+        return SequenceGrid.laid(flat[positions], positions, len(layout), steps)
+
+    @staticmethod
+    def laid(rows: np.ndarray, positions: np.ndarray, sequences: int, steps: int) -> SequenceGrid:
+        """The grid of real steps ``rows`` at ``positions`` of ``sequences`` × ``steps``."""
+        return SequenceGrid(rows=rows, positions=positions, sequences=sequences, steps=steps,
+                            parts=_split(positions, sequences, steps))  # fmt: skip
 
     @property
     def lengths(self) -> np.ndarray:
         """Real steps of each sequence."""
-        return np.bincount(self.positions // max(self.steps, 1), minlength=self.sequences)
-
-    def parts(self) -> list[GridPart]:
-        """The calls the memory makes: the whole grid, or its longer and shorter halves where
-        the shorter half's longest sequence is at most half the grid's steps."""
-        lengths = self.lengths
-        longest_first = np.argsort(-lengths, kind="stable")
-        half = self.sequences // 2
-        if self.sequences < 4 or lengths[longest_first[half]] * 2 > self.steps:
-            return [GridPart(sequences=np.arange(self.sequences),
-                             steps_taken=np.arange(len(self.rows)), positions=self.positions,
-                             steps=self.steps)]  # fmt: skip
-        return [self._part(longest_first[:half]), self._part(longest_first[half:])]
-
-    def _part(self, sequences: np.ndarray) -> GridPart:
-        sequence_of_step = self.positions // self.steps
-        place = np.full(self.sequences, -1)
-        place[sequences] = np.arange(len(sequences))
-        taken = np.flatnonzero(place[sequence_of_step] >= 0)
-        steps = int(self.lengths[sequences].max())
-        local = place[sequence_of_step[taken]] * steps + self.positions[taken] % self.steps
-        return GridPart(sequences=sequences, steps_taken=taken, positions=local, steps=steps)
+        return _lengths(self.positions, self.sequences, self.steps)
 
     def stacked(self, copies: int) -> SequenceGrid:
         """The grid of ``copies`` minibatches like this one, one after the other (two questions
         asked of the same steps in one pass, as POCA's value and baseline are)."""
         cells = self.sequences * self.steps
-        return SequenceGrid(
-            rows=np.tile(self.rows, copies),
-            positions=np.concatenate([self.positions + k * cells for k in range(copies)]),
-            sequences=self.sequences * copies,
-            steps=self.steps,
+        positions = np.concatenate([self.positions + k * cells for k in range(copies)])
+        return SequenceGrid.laid(
+            np.tile(self.rows, copies), positions, self.sequences * copies, self.steps
         )
+
+
+def _lengths(positions: np.ndarray, sequences: int, steps: int) -> np.ndarray:
+    return np.bincount(positions // max(steps, 1), minlength=sequences)
+
+
+def _split(positions: np.ndarray, sequences: int, steps: int) -> tuple[GridPart, ...]:
+    """``SequenceGrid.parts`` of the real steps at ``positions``."""
+    lengths = _lengths(positions, sequences, steps)
+    longest_first = np.argsort(-lengths, kind="stable")
+    half = sequences // 2
+    if sequences < 4 or lengths[longest_first[half]] * 2 > steps:
+        whole = GridPart(sequences=np.arange(sequences), steps_taken=np.arange(len(positions)),
+                         positions=positions, steps=steps)  # fmt: skip
+        return (whole,)
+    sequence_of_step = positions // steps
+
+    def part(chosen: np.ndarray) -> GridPart:
+        place = np.full(sequences, -1)
+        place[chosen] = np.arange(len(chosen))
+        taken = np.flatnonzero(place[sequence_of_step] >= 0)
+        longest = int(lengths[chosen].max())
+        local = place[sequence_of_step[taken]] * longest + positions[taken] % steps
+        return GridPart(sequences=chosen, steps_taken=taken, positions=local, steps=longest)
+
+    return part(longest_first[:half]), part(longest_first[half:])
