@@ -87,15 +87,22 @@ def widest_layer(actor: Actor) -> int:
     return max(sizes)
 
 
-def _silu_(x: np.ndarray) -> np.ndarray:
-    """SiLU in place. The tanh form of ``x * sigmoid(x)`` never overflows, unlike
-    ``1 / (1 + exp(-x))``; in-place operations because at these sizes numpy's cost is per call."""
-    half = x * np.float32(0.5)
-    np.tanh(half, out=half)
-    half *= np.float32(0.5)
-    half += np.float32(0.5)
-    x *= half
-    return x
+def _halved(weight: torch.Tensor, bias: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """A linear layer's ``[inputs, outputs]`` weight and bias, both halved: the layer then gives
+    ``h = x / 2`` of its torch twin's output ``x``, exactly (halving is exact in floating point),
+    which ``_silu_of_half`` takes."""
+    return _array(weight).T.copy() * np.float32(0.5), _array(bias) * np.float32(0.5)
+
+
+def _silu_of_half(half: np.ndarray) -> np.ndarray:
+    """SiLU of ``x = 2 * half``, as ``half * (1 + tanh(half))``: the tanh form of
+    ``x * sigmoid(x)``, which never overflows (unlike ``1 / (1 + exp(-x))``), in three numpy calls
+    (at these sizes numpy's cost is per call) and to the bit what ``x * (0.5 * tanh(x / 2) + 0.5)``
+    gives."""
+    out = np.tanh(half)
+    out += np.float32(1.0)
+    out *= half
+    return out
 
 
 def _clip_(x: np.ndarray, bound: float) -> np.ndarray:
@@ -110,8 +117,9 @@ def _array(tensor: torch.Tensor) -> np.ndarray:
 
 
 def _log_softmax(logits: np.ndarray) -> np.ndarray:
-    shifted = logits - logits.max(axis=1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    # the ufuncs' own reductions: ``ndarray.max``/``sum`` add a Python call each
+    shifted = logits - np.maximum.reduce(logits, axis=1, keepdims=True)
+    return shifted - np.log(np.add.reduce(np.exp(shifted), axis=1, keepdims=True))
 
 
 def _lstm_weights(actor: Actor) -> tuple[np.ndarray, np.ndarray] | None:
@@ -145,13 +153,14 @@ class NumpyActor:
             mean, std = encoder.normalizer.statistics()
             self.normalizer = (_array(mean), _array(std))
         linears = [m for m in actor.body if isinstance(m, torch.nn.Linear)]
-        self.layers = [(_array(m.weight).T.copy(), _array(m.bias)) for m in linears]
+        self.layers = [_halved(m.weight, m.bias) for m in linears]
         self.memory_size = actor.memory_size
         self.lstm = _lstm_weights(actor)
         self.squash = actor.squash
         self.branches = actor.branches
         self.split_at = np.cumsum(self.branches)[:-1] if self.branches else np.zeros(0, int)
-        self.mean_head = self.std_head = self.log_std = self.logits_head = None
+        self.mean_head = self.std_head = self.log_std = self.std = self.logits_head = None
+        self.draws = TorchDraws()
         if actor.continuous_size:
             self.mean_head = (_array(actor.mean_head.weight).T.copy(), _array(actor.mean_head.bias))
             if actor.conditional_std:
@@ -159,22 +168,25 @@ class NumpyActor:
                 self.std_head = (_array(head.weight).T.copy(), _array(head.bias))
             else:
                 self.log_std = _array(actor.log_std)
+                self.std = np.exp(self.log_std)
         if self.branches:
             head = actor.logits_head
             self.logits_head = (_array(head.weight).T.copy(), _array(head.bias))
 
     def _hidden(self, obs: list[np.ndarray]) -> np.ndarray:
-        parts = [np.asarray(obs[i], np.float32) for i in self.vector_indices]
-        x = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+        if len(self.vector_indices) == 1:
+            x = np.asarray(obs[self.vector_indices[0]], np.float32)
+        else:
+            x = np.concatenate([np.asarray(obs[i], np.float32) for i in self.vector_indices], 1)
         if self.normalizer is not None:
             mean, std = self.normalizer
             x = x - mean
             x /= std
             _clip_(x, 5.0)
         for weight, bias in self.layers:
-            x = x @ weight
-            x += bias
-            _silu_(x)
+            half = x @ weight
+            half += bias
+            x = _silu_of_half(half)
         return x
 
     def _remember(self, x: np.ndarray, memory: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -211,22 +223,62 @@ class NumpyActor:
         after = None
         if self.lstm is not None:
             x, after = self._remember(x, memory)
-        mean = log_std = None
+        mean = log_std = std = None
         if self.mean_head is not None:
-            mean = x @ self.mean_head[0] + self.mean_head[1]
+            mean = x @ self.mean_head[0]
+            mean += self.mean_head[1]
             if self.std_head is not None:
                 log_std = np.clip(x @ self.std_head[0] + self.std_head[1], -20.0, 2.0)
             else:
-                log_std = self.log_std
+                log_std, std = self.log_std, self.std
         logits: list[np.ndarray] = []
         if self.logits_head is not None:
-            flat = x @ self.logits_head[0] + self.logits_head[1]
+            flat = x @ self.logits_head[0]
+            flat += self.logits_head[1]
             if action_mask is not None and len(action_mask):
                 mask = action_mask[0] if len(action_mask) == 1 else np.concatenate(action_mask, 1)
                 flat = np.where(np.asarray(mask, bool), np.float32(MASKED_LOGIT), flat)
-            logits = np.split(flat, self.split_at, axis=1)
-        dist = NumpyDistribution(mean=mean, log_std=log_std, logits=logits, squash=self.squash)
+            logits = [flat] if len(self.branches) == 1 else np.split(flat, self.split_at, axis=1)
+        dist = NumpyDistribution(
+            mean=mean, log_std=log_std, std=std, logits=logits, squash=self.squash,
+            draws=self.draws,
+        )  # fmt: skip
         return dist, after
+
+
+class TorchDraws:
+    """Random draws from torch's global generator into float32 tensors kept for each shape: the
+    numbers ``torch.randn(shape)`` and ``torch.empty(shape).exponential_()`` give, in one torch
+    call instead of three. Each torch call costs tens of microseconds once a training loop's other
+    work has pushed torch's code out of the CPU's caches. A returned array is overwritten by the
+    next draw of its kind and shape, so callers use it at once."""
+
+    #: the most shapes kept; past it the buffers are dropped (a run meets a few row counts)
+    KEPT_SHAPES = 64
+
+    def __init__(self) -> None:
+        self._buffers: dict[tuple[str, tuple[int, ...]], tuple[torch.Tensor, np.ndarray]] = {}
+
+    def _buffer(self, kind: str, shape: tuple[int, ...]) -> tuple[torch.Tensor, np.ndarray]:
+        found = self._buffers.get((kind, shape))
+        if found is None:
+            if len(self._buffers) >= self.KEPT_SHAPES:
+                self._buffers.clear()
+            tensor = torch.empty(shape, dtype=torch.float32)
+            found = self._buffers[(kind, shape)] = (tensor, tensor.numpy())
+        return found
+
+    def normal(self, shape: tuple[int, ...]) -> np.ndarray:
+        """Standard normal variates, as ``torch.randn(shape)`` draws them."""
+        tensor, array = self._buffer("normal", shape)
+        tensor.normal_()
+        return array
+
+    def exponential(self, shape: tuple[int, ...]) -> np.ndarray:
+        """Exp(1) variates, as ``torch.empty(shape).exponential_()`` draws them."""
+        tensor, array = self._buffer("exponential", shape)
+        tensor.exponential_()
+        return array
 
 
 class NumpyDistribution:
@@ -239,12 +291,16 @@ class NumpyDistribution:
         log_std: np.ndarray | None,
         logits: list[np.ndarray],
         squash: bool,
+        std: np.ndarray | None = None,
+        draws: TorchDraws | None = None,
     ) -> None:
         self.mean = mean
         self.log_std = log_std
+        self.std = np.exp(log_std) if std is None and log_std is not None else std
         self.squash = squash
         self.logits = logits
         self.log_probs_by_branch = [_log_softmax(branch) for branch in logits]
+        self.draws = TorchDraws() if draws is None else draws
 
     def sample(self) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Raw continuous actions and discrete choices, drawing from torch's generator exactly
@@ -253,16 +309,16 @@ class NumpyDistribution:
         ``argmax(p / q)``, ``q ~ Exp(1)``)."""
         continuous = None
         if self.mean is not None:
-            noise = torch.randn(self.mean.shape, dtype=torch.float32).numpy()
-            continuous = self.mean + noise * np.exp(self.log_std)
+            continuous = self.draws.normal(self.mean.shape) * self.std
+            continuous += self.mean
         discrete = None
         if self.logits:
             choices = []
             for log_probs in self.log_probs_by_branch:
-                probs = np.exp(log_probs)
-                q = torch.empty(probs.shape, dtype=torch.float32).exponential_().numpy()
-                choices.append((probs / q).argmax(axis=1))
-            discrete = np.stack(choices, axis=1)
+                ratio = np.exp(log_probs)
+                ratio /= self.draws.exponential(ratio.shape)
+                choices.append(ratio.argmax(axis=1))
+            discrete = choices[0][:, None] if len(choices) == 1 else np.stack(choices, axis=1)
         return continuous, discrete
 
     def most_likely(self) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -277,7 +333,7 @@ class NumpyDistribution:
         """Log-probability per component ``[n, continuous dims + discrete branches]``."""
         parts = []
         if self.mean is not None and continuous is not None:
-            z = (continuous - self.mean) / np.exp(self.log_std)
+            z = (continuous - self.mean) / self.std
             per_dim = -0.5 * z**2 - self.log_std - np.float32(LOG_SQRT_2PI)
             if self.squash:
                 per_dim = per_dim - np.log(1.0 - np.tanh(continuous) ** 2 + np.float32(1e-6))
