@@ -1,6 +1,7 @@
 """One environment worker process: its pipe protocol, its main loop, and the parent's handle on it.
 
-Every message is a pickled ``(kind, payload)`` tuple on one duplex ``multiprocessing`` pipe:
+Every message is a ``(kind, payload)`` pair on one duplex ``multiprocessing`` pipe, sent as one
+``envs.wire`` buffer (``send``):
 
 - worker -> parent, once the environment is built: ``(READY, specs)``;
 - parent -> worker: ``(RESET, None)``, ``(STEP, actions)``, ``(PARAMETERS, values)`` or
@@ -21,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
-import pickle
 import signal
 import sys
 import time
@@ -39,6 +39,7 @@ from envs.behavior_id import BehaviorId
 from envs.environment_parameters import EnvironmentStats, apply_parameters, stats_source
 from envs.exceptions import GhostError
 from envs.stepping import AGENT_ID_STRIDE, BehaviorSteps, StepResult, collect_steps
+from envs.wire import pack, step_arrays, steps_from, unpack
 
 logger = logging.getLogger(__name__)
 
@@ -50,21 +51,48 @@ STEP = "step"
 PARAMETERS = "parameters"
 CLOSE = "close"
 
-# Protocol 5 pickles numpy arrays straight from their buffers (no intermediate ``tobytes`` copy).
-_PROTOCOL = 5
+# How a message's payload travels (``send``): pickled whole, or as a step answer's or a step
+# command's arrays beside their layout.
+_WHOLE, _STEPS, _ACTIONS = "whole", "steps", "actions"
 
 WorkerActions = dict[BehaviorId, tuple[np.ndarray | None, np.ndarray | None]]
 Answer = tuple[dict[BehaviorId, BehaviorSpec] | None, StepResult, EnvironmentStats | None]
 
 
 def send(conn: Connection, message: tuple[str, Any]) -> None:
-    """Pickle ``message`` with protocol 5 and send it over ``conn``."""
-    conn.send_bytes(pickle.dumps(message, protocol=_PROTOCOL))
+    """Send ``message`` over ``conn`` as one ``envs.wire`` buffer: a step answer's and a step
+    command's arrays as raw bytes, anything else pickled whole."""
+    kind, payload = message
+    packed = None
+    if kind == OK:
+        specs, steps, stats = payload
+        counts, arrays = step_arrays(steps)
+        packed = pack((kind, _STEPS, (specs, counts, stats)), arrays)
+    elif kind == STEP:
+        layout = [(b.name, b.team, c is not None, d is not None) for b, (c, d) in payload.items()]
+        arrays = [a for pair in payload.values() for a in pair if a is not None]
+        packed = pack((kind, _ACTIONS, layout), [np.asarray(a) for a in arrays])
+    if packed is None:
+        packed = pack((kind, _WHOLE, payload), [])
+    conn.send_bytes(packed)  # type: ignore[arg-type]
 
 
 def receive(conn: Connection) -> tuple[str, Any]:
     """Receive one message sent with ``send``; raises ``EOFError`` when the other end is gone."""
-    return pickle.loads(conn.recv_bytes())
+    (kind, form, body), arrays = unpack(conn.recv_bytes())
+    if form == _STEPS:
+        specs, counts, stats = body
+        return kind, (specs, steps_from(counts, arrays), stats)
+    if form == _ACTIONS:
+        actions: WorkerActions = {}
+        remaining = iter(arrays)
+        for name, team, continuous, discrete in body:
+            actions[BehaviorId(name, team)] = (
+                next(remaining) if continuous else None,
+                next(remaining) if discrete else None,
+            )
+        return kind, actions
+    return kind, body
 
 
 # -- inside the worker ---------------------------------------------------------------------------
