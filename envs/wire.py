@@ -4,8 +4,9 @@ Pickled object by object, one step's answer of a small game (two behaviors, each
 ``DecisionSteps`` and a ``TerminalSteps`` of a dozen small arrays) takes far longer to write and
 read than the game takes to step, since pickle calls back into Python for every object and
 array. Here a message is a short pickled header (behavior ids, counts, each array's dtype and
-shape) followed by every array's bytes, back to back: writing is one ``tobytes`` per array and
-reading one ``np.frombuffer`` view per array into a single writable copy of the message.
+shape) followed by every array's bytes, back to back: writing copies each array once into the
+message, and reading makes one writable copy of the message with an ``np.frombuffer`` view on it
+for each array.
 
 Messages holding arrays of Python objects, which have no bytes of their own to send, are left to
 pickle (``pack`` returns None).
@@ -40,14 +41,14 @@ def pack(skeleton: object, arrays: Sequence[np.ndarray]) -> bytes | None:
     for array in arrays:
         if array.dtype.hasobject:
             return None
-        data = array.tobytes()
         code = _CODES.get(array.dtype)
         if code is None:
             code = _CODES[array.dtype] = array.dtype.str
         layout.append((code, array.shape))
-        chunks.append(data)
-        if len(data) % _ALIGN:
-            chunks.append(bytes(-len(data) % _ALIGN))
+        # a contiguous array's own buffer, joined below without a copy of its own
+        chunks.append(array.data if array.flags.c_contiguous else array.tobytes())
+        if array.nbytes % _ALIGN:
+            chunks.append(bytes(-array.nbytes % _ALIGN))
     header = pickle.dumps((skeleton, layout), protocol=pickle.HIGHEST_PROTOCOL)
     padding = bytes(-(_LENGTH.size + len(header)) % _ALIGN)
     return b"".join([_LENGTH.pack(len(header)), header, padding, *chunks])

@@ -72,7 +72,8 @@ def run(which: str, config: Path, folder: Path, args: argparse.Namespace, port: 
     """Wall seconds of one whole training command."""
     common = [str(config), "--env", str(BUILD), "--num-envs", str(args.num_envs),
               "--num-areas", str(args.areas), "--no-graphics", "--seed", "1",
-              "--base-port", str(port), "--results-dir", str(folder), "--run-id", which,
+              "--base-port", str(port), "--results-dir", str(folder),
+              "--run-id", "".join(c if c.isalnum() else "-" for c in which),
               "--force"]  # fmt: skip
     if which == "ml-agents":
         command = [PEER_PYTHON, "-c", PEER_LAUNCH, *common]
