@@ -17,11 +17,10 @@ from mlagents_envs.base_env import (
     BaseEnv,
     BehaviorSpec,
     DecisionSteps,
-    DimensionProperty,
-    ObservationSpec,
-    ObservationType,
     TerminalSteps,
 )
+
+from envs.specs import vector_observation_spec
 
 NAMES = ("Pong?team=0", "Pong?team=1")
 MAX_STEPS = 500
@@ -36,10 +35,7 @@ class PlainPong(BaseEnv):
     def __init__(self, arenas: int, seed: int = 0) -> None:
         self.arenas = arenas
         self.rng = np.random.default_rng(seed)
-        spec = BehaviorSpec(
-            [ObservationSpec((8,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "state")],
-            ActionSpec.create_discrete((3,)),
-        )
+        spec = BehaviorSpec([vector_observation_spec(8)], ActionSpec.create_discrete((3,)))
         self.specs = {name: spec for name in NAMES}
         self.moves = {name: np.ones(arenas, np.int64) for name in NAMES}
         self.ball = np.zeros((arenas, 2))
